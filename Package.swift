@@ -1,0 +1,111 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// One set of settings for every target, so the whole package builds in Swift 6 mode the same way.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+    name: "fpfs",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "fpfs", targets: ["fpfs"]),
+        .library(name: "FileProviderKit", targets: ["FileProviderKit"]),
+        .library(name: "ProviderTesting", targets: ["ProviderTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CFuse",
+            pkgConfig: "fuse3",
+            providers: [.apt(["libfuse3-dev"])]
+        ),
+        .target(
+            name: "FuseKit",
+            dependencies: [
+                "CFuse",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "FileProviderKit", swiftSettings: swiftSettings),
+        .target(
+            name: "MetadataStore",
+            dependencies: [
+                "FileProviderKit",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BlockCache",
+            dependencies: [
+                "FileProviderKit",
+                "MetadataStore",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Collections", package: "swift-collections"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "VFS",
+            dependencies: [
+                "FuseKit", "FileProviderKit", "MetadataStore", "BlockCache",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "LocalProvider",
+            dependencies: ["FileProviderKit"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ProviderTesting",
+            dependencies: ["FileProviderKit"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "fpfs",
+            dependencies: [
+                "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "ProviderTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FileProviderKitTests", dependencies: ["FileProviderKit"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ProviderTestingTests", dependencies: ["ProviderTesting", "FileProviderKit"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "LocalProviderTests", dependencies: ["LocalProvider", "ProviderTesting", "FileProviderKit"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MetadataStoreTests", dependencies: ["MetadataStore", "FileProviderKit"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BlockCacheTests", dependencies: ["BlockCache", "MetadataStore", "FileProviderKit"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FuseKitTests", dependencies: ["FuseKit"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "VFSTests",
+            dependencies: ["VFS", "FuseKit", "FileProviderKit", "ProviderTesting", "MetadataStore", "BlockCache"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MountTests", dependencies: [], swiftSettings: swiftSettings),
+    ]
+)

@@ -1,0 +1,1 @@
+// BlockCache — under construction

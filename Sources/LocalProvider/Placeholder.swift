@@ -1,0 +1,1 @@
+// LocalProvider — under construction

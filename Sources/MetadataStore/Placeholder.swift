@@ -1,0 +1,1 @@
+// MetadataStore — under construction

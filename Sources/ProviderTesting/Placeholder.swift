@@ -1,0 +1,1 @@
+// ProviderTesting — under construction

@@ -1,0 +1,1 @@
+// VFS — under construction
