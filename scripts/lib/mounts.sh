@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Helpers to find and remove fuse.fpfs mounts under a directory, for scripts that must never leave
+# a mount behind. Sourced by scripts/test.sh.
+
+# Prints the mountpoints of fuse.fpfs mounts at or under DIR, deepest first, one per line.
+# /proc/mounts escapes space, tab, newline and backslash in octal; printf %b decodes them.
+fpfs_mounts_under() {
+    local dir="${1%/}" mountpoint fstype decoded
+    while read -r _ mountpoint fstype _; do
+        [[ "$fstype" == "fuse.fpfs" ]] || continue
+        decoded="$(printf '%b' "$mountpoint")"
+        if [[ "$decoded" == "$dir" || "$decoded" == "$dir"/* ]]; then
+            printf '%s\n' "$decoded"
+        fi
+    done </proc/mounts | sort -r
+}
+
+# Lazily unmounts every fuse.fpfs mount at or under DIR (the daemon sees the unmount and exits).
+fpfs_unmount_under() {
+    local mountpoint
+    while IFS= read -r mountpoint; do
+        echo "fpfs: unmounting leftover mount $mountpoint" >&2
+        fusermount3 -u -z "$mountpoint" 2>/dev/null || umount -l "$mountpoint" 2>/dev/null || true
+    done < <(fpfs_mounts_under "$1")
+}
+
+# Sends SIGTERM to the daemons whose pid files (CACHE_DIR/daemon.pid) lie under DIR and that still
+# run fpfs: they were started by the tests under DIR, so stopping them by pid is safe.
+fpfs_stop_daemons_under() {
+    local pidfile pid
+    [[ -d "$1" ]] || return 0
+    while IFS= read -r -d '' pidfile; do
+        pid="$(tr -dc '0-9' <"$pidfile")"
+        [[ -n "$pid" ]] || continue
+        if [[ -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q fpfs; then
+            kill -TERM "$pid" 2>/dev/null || true
+        fi
+    done < <(find "$1" -xdev -name daemon.pid -type f -print0 2>/dev/null)
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs every fpfs test on a fresh Debian 12 machine (as root): installs the missing apt packages,
+# builds, runs `swift test` (XCTest and Swift Testing, all targets) and exits with its status.
+# Mount tests put their mounts under one temporary directory; whatever happens (failure, Ctrl-C,
+# SIGTERM) this script unmounts every fuse.fpfs mount left under it before exiting.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+# shellcheck source=scripts/lib/install-deps.sh
+source scripts/lib/install-deps.sh
+# shellcheck source=scripts/lib/mounts.sh
+source scripts/lib/mounts.sh
+
+fpfs_install_deps
+
+# The mount tests keep their mountpoints, caches and the shared 1 GiB fixture here.
+FPFS_TEST_TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/fpfs-test.XXXXXX")"
+export FPFS_TEST_TMPDIR
+test_pid=""
+
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    if [[ -n "$test_pid" ]]; then
+        # The whole process group of the test run: swift test, its test runner and their tools.
+        kill -TERM -- "-$test_pid" 2>/dev/null || true
+        wait "$test_pid" 2>/dev/null || true
+    fi
+    fpfs_unmount_under "$FPFS_TEST_TMPDIR"
+    fpfs_stop_daemons_under "$FPFS_TEST_TMPDIR"
+    if [[ -z "$(fpfs_mounts_under "$FPFS_TEST_TMPDIR")" ]]; then
+        rm -rf --one-file-system "$FPFS_TEST_TMPDIR"
+    else
+        echo "fpfs: could not unmount everything under $FPFS_TEST_TMPDIR; left it in place" >&2
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+echo "== swift build (the first build takes several minutes)" >&2
+swift build --quiet
+FPFS_BINARY="$(swift build --show-bin-path)/fpfs"
+export FPFS_BINARY
+
+echo "== swift test" >&2
+# In the background so that a signal reaches the trap at once instead of after the tests finish,
+# and in a session of its own so that the trap can stop the whole test run by its process group.
+setsid swift test </dev/null &
+test_pid=$!
+set +e
+wait "$test_pid"
+test_status=$?
+set -e
+test_pid=""
+exit "$test_status"
