@@ -1,0 +1,110 @@
+// BlockCache: where fetched contents live on this machine.
+//
+// Each cached item has one sparse file (named by a number the store hands out) holding one content
+// version; the store records which aligned blocks of it are safely on disk. A new content version
+// starts a new file and the old one is deleted, so a file's bytes always belong to one version.
+// In memory there is at most one `CachedContent` per item, shared by every reader and fetch.
+
+import FileProviderKit
+import Foundation
+import MetadataStore
+import Synchronization
+import SystemPackage
+
+/// The cache of item contents for one mount.
+public final class BlockCache: Sendable {
+    public let directory: FilePath
+    public let blockSize: UInt64
+    private let store: MetadataStore
+
+    /// A content some reader or fetch still holds; it closes its file when the last one lets go.
+    private struct OpenContent {
+        weak var content: CachedContent?
+    }
+
+    /// Guards the open contents and the durable record of every cached item.
+    private struct State {
+        var open: [ItemIdentifier: OpenContent] = [:]
+        var records: [ItemIdentifier: ContentRecord] = [:]
+    }
+    private let state: Mutex<State>
+
+    /// Opens the cache in `directory` (created if needed), loading what the store recorded and
+    /// deleting cache files it does not know.
+    public init(directory: FilePath, blockSize: UInt64, store: MetadataStore) async throws {
+        self.directory = directory
+        self.blockSize = blockSize
+        self.store = store
+        try FileManager.default.createDirectory(atPath: directory.string, withIntermediateDirectories: true)
+        let records = try await store.contentRecords()
+        var byIdentifier: [ItemIdentifier: ContentRecord] = [:]
+        for record in records { byIdentifier[record.identifier] = record }
+        self.state = Mutex(State(records: byIdentifier))
+        let known = Set(records.map { String($0.fileNumber) })
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.string)) ?? []
+        where !known.contains(name) {
+            try? FileManager.default.removeItem(atPath: directory.appending(name).string)
+        }
+    }
+
+    /// Bytes of `identifier`'s content `contentVersion` that are on this machine (for `du` and
+    /// xattrs). Never touches the disk.
+    public func localBytes(of identifier: ItemIdentifier, contentVersion: [UInt8]) -> UInt64 {
+        state.withLock { state in
+            if let content = state.open[identifier]?.content {
+                return content.contentVersion == contentVersion ? content.presentBytes : 0
+            }
+            guard let record = state.records[identifier], record.contentVersion == contentVersion else { return 0 }
+            return BlockMap(bytes: record.presentBlocks).ranges(blockSize: record.blockSize, size: record.size).count
+        }
+    }
+
+    /// The cached content of `identifier` at `contentVersion`, opened or created. A cached older
+    /// version is dropped (its file deleted) once no one holds it.
+    public func content(for identifier: ItemIdentifier, contentVersion: [UInt8], size: UInt64) async throws
+        -> CachedContent
+    {
+        if let open = state.withLock({ $0.open[identifier]?.content }), open.contentVersion == contentVersion {
+            return open
+        }
+        let existing = state.withLock { $0.records[identifier] }
+        let record: ContentRecord
+        var stale: ContentRecord?
+        if let existing, existing.contentVersion == contentVersion, existing.size == size {
+            record = existing
+        } else {
+            (record, stale) = try await store.beginContent(
+                identifier: identifier, contentVersion: contentVersion, size: size, blockSize: blockSize)
+        }
+        let path = directory.appending(String(record.fileNumber))
+        let descriptor = try await BlockingIO.run {
+            let descriptor = try FileDescriptor.open(
+                path, .readWrite, options: [.create, .closeOnExec], permissions: [.ownerReadWrite])
+            try descriptor.resize(to: Int64(size))
+            return descriptor
+        }
+        let content = CachedContent(record: record, path: path, fileDescriptor: descriptor, store: store)
+        let winner = state.withLock { state -> CachedContent in
+            if let open = state.open[identifier]?.content, open.contentVersion == contentVersion { return open }
+            state.open[identifier] = OpenContent(content: content)
+            state.records[identifier] = record
+            return content
+        }
+        if let stale, stale.fileNumber != record.fileNumber {
+            let stalePath = directory.appending(String(stale.fileNumber))
+            _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: stalePath.string) }
+        }
+        return winner
+    }
+
+    /// Makes `content`'s landed bytes durable (see `CachedContent.commit`) and remembers the
+    /// result, so `localBytes` stays right after the content is closed.
+    public func commit(_ content: CachedContent) async throws {
+        let presentBlocks = try await content.commit()
+        state.withLock { state in
+            guard var record = state.records[content.identifier], record.fileNumber == content.fileNumber else { return }
+            record.presentBlocks = presentBlocks
+            state.records[content.identifier] = record
+        }
+    }
+}

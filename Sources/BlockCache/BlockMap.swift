@@ -1,0 +1,34 @@
+/// Which aligned blocks of a file are present, one bit per block (least significant bit of byte 0
+/// first): the form in which the store keeps presence durably.
+struct BlockMap: Hashable {
+    private(set) var bytes: [UInt8]
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The blocks wholly inside `ranges`; the last block counts when it reaches the end of the file.
+    init(covering ranges: ByteRanges, blockSize: UInt64, size: UInt64) {
+        let blockCount = Int((size + blockSize - 1) / blockSize)
+        var bytes = [UInt8](repeating: 0, count: (blockCount + 7) / 8)
+        for block in 0..<blockCount {
+            let start = UInt64(block) * blockSize
+            let end = min(start + blockSize, size)
+            if ranges.contains(start..<end) { bytes[block / 8] |= 1 << (block % 8) }
+        }
+        self.bytes = bytes
+    }
+
+    func isPresent(_ block: Int) -> Bool {
+        block / 8 < bytes.count && bytes[block / 8] & (1 << (block % 8)) != 0
+    }
+
+    /// The byte ranges of the present blocks in a file of `size` bytes.
+    func ranges(blockSize: UInt64, size: UInt64) -> ByteRanges {
+        var result = ByteRanges()
+        let blockCount = Int((size + blockSize - 1) / blockSize)
+        for block in 0..<blockCount where isPresent(block) {
+            let start = UInt64(block) * blockSize
+            result.insert(start..<min(start + blockSize, size))
+        }
+        return result
+    }
+}

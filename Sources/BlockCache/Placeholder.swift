@@ -1,1 +1,0 @@
-// BlockCache — under construction

@@ -1,0 +1,248 @@
+// MetadataStore: the engine's durable memory, in SQLite through GRDB.
+//
+// It holds every item the engine has seen (with the inode number given to it), which directories
+// have been listed completely, which blocks of which content versions the cache holds, and small
+// settings such as the remote the cache belongs to. A WAL-mode DatabasePool lets lookups read
+// while a listing writes. Every method is async and runs on GRDB's own queues, never blocking a
+// cooperative thread.
+
+import FileProviderKit
+import Foundation
+import GRDB
+
+/// The SQLite store of one mount's metadata.
+public final class MetadataStore: Sendable {
+    private let writer: any DatabaseWriter
+
+    /// Opens (creating if needed) the store in `file`.
+    public init(file: URL) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        self.writer = try DatabasePool(path: file.path, configuration: configuration)
+        try Self.migrator.migrate(writer)
+    }
+
+    /// A store that lives in memory only, for tests.
+    public init() throws {
+        self.writer = try DatabaseQueue()
+        try Self.migrator.migrate(writer)
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // AUTOINCREMENT so that an inode number is never handed out twice.
+            try db.execute(
+                sql: """
+                    CREATE TABLE item (
+                      inode INTEGER PRIMARY KEY AUTOINCREMENT,
+                      identifier TEXT NOT NULL UNIQUE,
+                      parentIdentifier TEXT NOT NULL,
+                      filename BLOB NOT NULL,
+                      kind INTEGER NOT NULL,
+                      size INTEGER NOT NULL,
+                      creationDate REAL,
+                      modificationDate REAL NOT NULL,
+                      permissions INTEGER NOT NULL,
+                      capabilities INTEGER NOT NULL,
+                      contentVersion BLOB NOT NULL,
+                      metadataVersion BLOB NOT NULL,
+                      symlinkTarget BLOB,
+                      userInfo BLOB
+                    );
+                    CREATE INDEX item_by_parent_and_name ON item(parentIdentifier, filename);
+                    CREATE TABLE directory (
+                      identifier TEXT PRIMARY KEY,
+                      isComplete INTEGER NOT NULL
+                    );
+                    CREATE TABLE content (
+                      fileNumber INTEGER PRIMARY KEY AUTOINCREMENT,
+                      identifier TEXT NOT NULL UNIQUE,
+                      contentVersion BLOB NOT NULL,
+                      size INTEGER NOT NULL,
+                      blockSize INTEGER NOT NULL,
+                      presentBlocks BLOB NOT NULL,
+                      lastUsed REAL NOT NULL
+                    );
+                    CREATE TABLE setting (
+                      key TEXT PRIMARY KEY,
+                      value TEXT NOT NULL
+                    );
+                    """)
+        }
+        return migrator
+    }
+
+    // MARK: Items
+
+    /// Stores the root item under inode 1 (FUSE's root), whatever its identifier.
+    @discardableResult
+    public func saveRoot(_ item: Item) async throws -> ItemRecord {
+        try await writer.write { db in
+            let arguments = try item.databaseArguments()
+            let columns = ItemRecord.columns.joined(separator: ", ")
+            let updates = ItemRecord.columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+            try db.execute(
+                sql: """
+                    INSERT INTO item (inode, \(columns)) VALUES (1, \(Self.placeholders))
+                    ON CONFLICT(inode) DO UPDATE SET \(updates)
+                    """, arguments: [1] + arguments)
+            return ItemRecord(inode: 1, item: item)
+        }
+    }
+
+    /// Inserts or updates items by identifier; an item seen before keeps its inode.
+    @discardableResult
+    public func upsert(_ items: [Item]) async throws -> [ItemRecord] {
+        guard !items.isEmpty else { return [] }
+        return try await writer.write { db in try items.map { try Self.upsert($0, in: db) } }
+    }
+
+    private static let placeholders = Array(repeating: "?", count: ItemRecord.columns.count).joined(separator: ", ")
+
+    private static func upsert(_ item: Item, in db: Database) throws -> ItemRecord {
+        let columns = ItemRecord.columns.joined(separator: ", ")
+        let updates = ItemRecord.columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        let inode = try Int64.fetchOne(
+            db,
+            sql: """
+                INSERT INTO item (\(columns)) VALUES (\(placeholders))
+                ON CONFLICT(identifier) DO UPDATE SET \(updates)
+                RETURNING inode
+                """, arguments: try item.databaseArguments())
+        guard let inode else { throw DatabaseError(message: "upsert returned no inode") }
+        return ItemRecord(inode: UInt64(inode), item: item)
+    }
+
+    public func record(inode: UInt64) async throws -> ItemRecord? {
+        try await writer.read { db in
+            try ItemRecord.fetchOne(db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+        }
+    }
+
+    public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
+        try await writer.read { db in
+            try ItemRecord.fetchOne(
+                db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [identifier.rawValue])
+        }
+    }
+
+    /// The child of `parent` called `name`, if the store knows one.
+    public func child(of parent: ItemIdentifier, named name: Filename) async throws -> ItemRecord? {
+        try await writer.read { db in
+            try ItemRecord.fetchOne(
+                db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?",
+                arguments: [parent.rawValue, Data(name.bytes)])
+        }
+    }
+
+    /// The children of `parent` the store knows, in name order (bytewise).
+    public func children(of parent: ItemIdentifier) async throws -> [ItemRecord] {
+        try await writer.read { db in
+            try ItemRecord.fetchAll(
+                db,
+                sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename",
+                arguments: [parent.rawValue, parent.rawValue])
+        }
+    }
+
+    /// How many items the store knows.
+    public func itemCount() async throws -> Int {
+        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") ?? 0 }
+    }
+
+    // MARK: Directories
+
+    /// True once a listing of `directory` ran to its end.
+    public func isListingComplete(_ directory: ItemIdentifier) async throws -> Bool {
+        try await writer.read { db in
+            try Bool.fetchOne(
+                db, sql: "SELECT isComplete FROM directory WHERE identifier = ?", arguments: [directory.rawValue])
+                ?? false
+        }
+    }
+
+    /// Ends a listing of `directory` that returned `seen`: children the store knew but the listing
+    /// no longer has are removed, and the directory is marked complete.
+    public func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>) async throws {
+        try await writer.write { db in
+            let known = try String.fetchAll(
+                db, sql: "SELECT identifier FROM item WHERE parentIdentifier = ? AND identifier != ?",
+                arguments: [directory.rawValue, directory.rawValue])
+            for identifier in known where !seen.contains(ItemIdentifier(identifier)) {
+                try db.execute(sql: "DELETE FROM item WHERE identifier = ?", arguments: [identifier])
+                try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [identifier])
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO directory (identifier, isComplete) VALUES (?, 1)
+                    ON CONFLICT(identifier) DO UPDATE SET isComplete = 1
+                    """, arguments: [directory.rawValue])
+        }
+    }
+
+    // MARK: Cached content
+
+    /// Every cache file the store knows of.
+    public func contentRecords() async throws -> [ContentRecord] {
+        try await writer.read { db in try ContentRecord.fetchAll(db, sql: "SELECT * FROM content") }
+    }
+
+    /// Starts a cache file for a content version, replacing what was recorded for the item before.
+    /// Returns the new record (no blocks present) and the record it replaced, whose file is stale.
+    public func beginContent(
+        identifier: ItemIdentifier, contentVersion: [UInt8], size: UInt64, blockSize: UInt64
+    ) async throws -> (new: ContentRecord, replaced: ContentRecord?) {
+        try await writer.write { db in
+            let old = try ContentRecord.fetchOne(
+                db, sql: "SELECT * FROM content WHERE identifier = ?", arguments: [identifier.rawValue])
+            try db.execute(sql: "DELETE FROM content WHERE identifier = ?", arguments: [identifier.rawValue])
+            let now = Date()
+            try db.execute(
+                sql: """
+                    INSERT INTO content (identifier, contentVersion, size, blockSize, presentBlocks, lastUsed)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    identifier.rawValue, Data(contentVersion), Int64(size), Int64(blockSize), Data(),
+                    now.timeIntervalSince1970,
+                ])
+            let record = ContentRecord(
+                fileNumber: db.lastInsertedRowID, identifier: identifier, contentVersion: contentVersion,
+                size: size, blockSize: blockSize, presentBlocks: [], lastUsed: now)
+            return (record, old)
+        }
+    }
+
+    /// Records which blocks of a cache file are safely on disk.
+    public func savePresentBlocks(fileNumber: Int64, presentBlocks: [UInt8]) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "UPDATE content SET presentBlocks = ?, lastUsed = ? WHERE fileNumber = ?",
+                arguments: [Data(presentBlocks), Date().timeIntervalSince1970, fileNumber])
+        }
+    }
+
+    /// Forgets a cache file.
+    public func removeContent(fileNumber: Int64) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM content WHERE fileNumber = ?", arguments: [fileNumber])
+        }
+    }
+
+    // MARK: Settings
+
+    public func setting(_ key: String) async throws -> String? {
+        try await writer.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key])
+        }
+    }
+
+    public func setSetting(_ key: String, to value: String) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [key, value])
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// MetadataStore — under construction
