@@ -1,0 +1,42 @@
+import FileProviderKit
+import Logging
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one place where errors become errno (DESIGN §6). Anything unexpected is EIO and logged.
+enum ErrnoMapping {
+    static func errno(for error: any Error, logger: Logger) -> Errno {
+        switch error {
+        case let error as Errno:
+            return error
+        case let error as ProviderError:
+            switch error {
+            case .noSuchItem: return .noSuchFileOrDirectory
+            case .serverUnreachable: return .hostIsDown
+            case .notAuthenticated: return .permissionDenied
+            case .insufficientQuota: return .diskQuotaExceeded
+            case .filenameCollision: return .fileExists
+            case .directoryNotEmpty: return .directoryNotEmpty
+            case .deletionRejected: return .notPermitted
+            case .featureUnsupported: return .notSupported
+            case .versionNoLongerAvailable: return .staleNFSFileHandle
+            case .cannotSynchronize, .excludedFromSync, .pageExpired, .syncAnchorExpired, .conflict:
+                logger.error("provider error mapped to EIO: \(error)")
+                return .ioError
+            }
+        case is RemoteTimeout:
+            return .hostIsDown
+        case is CancellationError:
+            return .interrupted
+        default:
+            logger.error("unexpected error mapped to EIO: \(error)")
+            return .ioError
+        }
+    }
+
+    /// ENODATA: "no such attribute" (swift-system names it differently per platform).
+    static let noAttribute = Errno(rawValue: ENODATA)
+}

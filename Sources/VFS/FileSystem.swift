@@ -1,0 +1,321 @@
+// VFS: the filesystem. FuseKit hands it requests; it decides how to answer them.
+//
+// Metadata comes from the MetadataStore, which the DirectoryLister fills from the provider the
+// first time a directory is used; inodes the kernel holds live in the NodeTable so that getattr
+// and open never touch SQLite. Contents come from the BlockCache; a read of bytes that are not
+// local starts one fetch for the content (ContentFetcher) and waits for just its own bytes to
+// land. Every provider call runs under the remote bound, so no request waits on the remote for
+// longer than `remoteTimeout` without progress. Errors become errno in one place (ErrnoMapping).
+//
+// The mount is read-only in this version: write-type operations keep FuseKit's EROFS defaults.
+
+import BlockCache
+import FileProviderKit
+import FuseKit
+import Logging
+import MetadataStore
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One mount's filesystem.
+public final class FileSystem: FileSystemOperations {
+    public let configuration: VFSConfiguration
+    private let provider: any FileProvider
+    private let store: MetadataStore
+    private let cache: BlockCache
+    private let logger: Logger
+    private let nodes: NodeTable
+    private let lister: DirectoryLister
+    private let fetcher: ContentFetcher
+    private let statistics = Statistics()
+    private let openFiles = HandleTable<OpenFile>()
+    private let openDirectories = HandleTable<OpenDirectory>()
+
+    /// Starts a filesystem over `provider`: asks it for the root item (under the remote bound)
+    /// and records it as inode 1.
+    public static func start(
+        provider: any FileProvider, store: MetadataStore, cache: BlockCache, configuration: VFSConfiguration,
+        logger: Logger
+    ) async throws -> FileSystem {
+        var root = try await Deadline.run(limit: configuration.remoteTimeout) {
+            try await provider.item(for: .rootContainer)
+        }
+        root.identifier = .rootContainer
+        root.parentIdentifier = .rootContainer
+        let record = try await store.saveRoot(root)
+        return FileSystem(
+            provider: provider, store: store, cache: cache, root: record, configuration: configuration,
+            logger: logger)
+    }
+
+    private init(
+        provider: any FileProvider, store: MetadataStore, cache: BlockCache, root: ItemRecord,
+        configuration: VFSConfiguration, logger: Logger
+    ) {
+        self.provider = provider
+        self.store = store
+        self.cache = cache
+        self.configuration = configuration
+        self.logger = logger
+        self.nodes = NodeTable(root: root)
+        self.lister = DirectoryLister(
+            provider: provider, store: store, configuration: configuration, statistics: statistics, logger: logger)
+        self.fetcher = ContentFetcher(
+            provider: provider, cache: cache, configuration: configuration, statistics: statistics, logger: logger)
+    }
+
+    /// What the engine has done since mount.
+    public var statisticsSnapshot: StatisticsSnapshot { statistics.snapshot }
+
+    // MARK: Connection
+
+    public func initialize(settings: inout ConnectionSettings) {
+        settings.maxWrite = 1 << 20
+        settings.maxReadahead = 1 << 20
+        settings.readdirplus = true
+    }
+
+    public func shutdown() async {
+        await provider.invalidate()
+    }
+
+    // MARK: Names and attributes
+
+    public func lookup(parent: InodeNumber, name: [UInt8], context: RequestContext) async throws -> Entry {
+        try await answering {
+            let directory = try await self.directory(parent)
+            let filename = Filename(bytes: name)
+            guard name.count <= Filename.maximumLength else { throw Errno.fileNameTooLong }
+            guard filename.isValid else { throw Errno.noSuchFileOrDirectory }
+            try await self.lister.ensureListed(directory.identifier)
+            guard let child = try await self.store.child(of: directory.identifier, named: filename) else {
+                return .negative(timeout: self.configuration.negativeTimeout)
+            }
+            self.nodes.remember(child, addingLookup: true)
+            return self.entry(for: child)
+        }
+    }
+
+    public func forget(inode: InodeNumber, count: UInt64) async {
+        nodes.forget(inode, count: count)
+    }
+
+    public func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply {
+        try await answering {
+            let record = try await self.record(inode)
+            return AttributesReply(attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)
+        }
+    }
+
+    public func readlink(inode: InodeNumber, context: RequestContext) async throws -> [UInt8] {
+        try await answering {
+            let record = try await self.record(inode)
+            guard record.item.kind == .symlink, let target = record.item.symlinkTarget else {
+                throw Errno.invalidArgument
+            }
+            return target
+        }
+    }
+
+    public func access(inode: InodeNumber, mask: Int32, context: RequestContext) async throws {
+        try await answering {
+            _ = try await self.record(inode)
+            if mask & W_OK != 0 { throw Errno.readOnlyFileSystem }
+        }
+    }
+
+    public func statfs(inode: InodeNumber) async throws -> FileSystemStatistics {
+        try await answering {
+            let directory = self.cache.directory.string
+            let disk = try await BlockingIO.run {
+                var buffer = statvfs()
+                guard statvfs(directory, &buffer) == 0 else { throw Errno(rawValue: errno) }
+                return buffer
+            }
+            let items = UInt64(try await self.store.itemCount())
+            return FileSystemStatistics(
+                blockSize: UInt64(disk.f_frsize), totalBlocks: UInt64(disk.f_blocks), freeBlocks: UInt64(disk.f_bfree),
+                availableBlocks: UInt64(disk.f_bavail), totalFiles: items + UInt64(disk.f_ffree),
+                freeFiles: UInt64(disk.f_ffree))
+        }
+    }
+
+    // MARK: Files
+
+    public func open(inode: InodeNumber, flags: Int32, context: RequestContext) async throws -> OpenReply {
+        try await answering {
+            let record = try await self.record(inode)
+            guard record.item.kind == .file else { throw Errno.isDirectory }
+            if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw Errno.readOnlyFileSystem }
+            let handle = self.openFiles.insert(OpenFile(record: record))
+            // The content of a version never changes, so pages cached from an earlier open stay good.
+            return OpenReply(handle: FileHandle(handle), keepCache: true)
+        }
+    }
+
+    public func read(
+        inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext
+    ) async throws -> ReadReply {
+        try await answering {
+            guard let file = self.openFiles[handle.rawValue] else { throw Errno.badFileDescriptor }
+            let item = file.record.item
+            guard offset < item.size, size > 0 else { return .bytes([]) }
+            let range = offset..<min(offset + UInt64(size), item.size)
+            let content = try await file.cachedContent(in: self.cache)
+            if content.isPresent(range) {
+                self.statistics.update { $0.reads.fromCache += 1 }
+            } else {
+                self.statistics.update { $0.reads.waited += 1 }
+                self.fetcher.startWholeFetch(of: content, version: item.version)
+                try await content.waitUntilPresent(range)
+            }
+            return .fileRange(file: CacheFileReference(content), offset: range.lowerBound, length: range.count)
+        }
+    }
+
+    public func flush(inode: InodeNumber, handle: FileHandle, context: RequestContext) async throws {}
+
+    public func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws {
+        openFiles.remove(handle.rawValue)
+    }
+
+    // MARK: Directories
+
+    public func opendir(inode: InodeNumber, flags: Int32, context: RequestContext) async throws -> OpenReply {
+        try await answering {
+            let directory = try await self.directory(inode)
+            try await self.lister.ensureListed(directory.identifier)
+            let children = try await self.store.children(of: directory.identifier)
+            let parent =
+                inode == .root
+                ? directory : try await self.store.record(identifier: directory.item.parentIdentifier) ?? directory
+            let handle = self.openDirectories.insert(
+                OpenDirectory(directory: directory, parent: parent, children: children))
+            return OpenReply(handle: FileHandle(handle))
+        }
+    }
+
+    public func readdir(
+        inode: InodeNumber, handle: FileHandle, offset: UInt64, into buffer: inout DirectoryBuffer,
+        context: RequestContext
+    ) async throws {
+        guard let listing = openDirectories[handle.rawValue] else { throw Errno.badFileDescriptor }
+        // Position 0 is ".", 1 is "..", 2 + i is child i; an entry's next offset is its position + 1.
+        var position = Int(offset)
+        while true {
+            let name: [UInt8]
+            let record: ItemRecord
+            switch position {
+            case 0: (name, record) = (Array(".".utf8), listing.directory)
+            case 1: (name, record) = (Array("..".utf8), listing.parent)
+            case let index where index - 2 < listing.children.count:
+                record = listing.children[index - 2]
+                name = record.item.filename.bytes
+            default: return
+            }
+            guard buffer.append(name: name, entry: entry(for: record), nextOffset: UInt64(position + 1)) else {
+                return
+            }
+            // readdirplus hands the kernel a reference to each child (not to "." and "..").
+            if buffer.isPlus && position >= 2 { nodes.remember(record, addingLookup: true) }
+            position += 1
+        }
+    }
+
+    public func releasedir(inode: InodeNumber, handle: FileHandle) async throws {
+        openDirectories.remove(handle.rawValue)
+    }
+
+    // MARK: Extended attributes
+
+    public func getxattr(inode: InodeNumber, name: String, context: RequestContext) async throws -> [UInt8] {
+        try await answering {
+            let record = try await self.record(inode)
+            guard let value = self.extendedAttributes(of: record, inode: inode)[name] else {
+                throw ErrnoMapping.noAttribute
+            }
+            return Array(value.utf8)
+        }
+    }
+
+    public func listxattr(inode: InodeNumber, context: RequestContext) async throws -> [String] {
+        try await answering {
+            let record = try await self.record(inode)
+            return self.extendedAttributes(of: record, inode: inode).keys.sorted()
+        }
+    }
+
+    private func extendedAttributes(of record: ItemRecord, inode: InodeNumber) -> [String: String] {
+        let item = record.item
+        let local = localBytes(of: item)
+        let state: String
+        switch item.kind {
+        case .file: state = local >= item.size ? "local" : (local == 0 ? "cloud" : "partial")
+        case .directory, .symlink: state = "local"
+        }
+        var attributes = [
+            ExtendedAttribute.state: state,
+            ExtendedAttribute.localBytes: String(local),
+            ExtendedAttribute.identifier: item.identifier.rawValue,
+        ]
+        if inode == .root, let control = configuration.controlSocketPath {
+            attributes[ExtendedAttribute.control] = control
+        }
+        for (key, value) in item.userInfo { attributes[ExtendedAttribute.infoPrefix + key] = value }
+        return attributes
+    }
+
+    // MARK: Helpers
+
+    /// Runs a request's body and turns whatever it throws into the errno the caller should see.
+    private func answering<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            throw ErrnoMapping.errno(for: error, logger: logger)
+        }
+    }
+
+    /// The record of an inode the kernel holds (or, failing that, the store's).
+    private func record(_ inode: InodeNumber) async throws -> ItemRecord {
+        if let record = nodes.record(inode) { return record }
+        guard let record = try await store.record(inode: inode.rawValue) else { throw Errno.noSuchFileOrDirectory }
+        return record
+    }
+
+    private func directory(_ inode: InodeNumber) async throws -> ItemRecord {
+        let record = try await record(inode)
+        guard record.item.kind == .directory else { throw Errno.notDirectory }
+        return record
+    }
+
+    private func localBytes(of item: Item) -> UInt64 {
+        item.kind == .file ? cache.localBytes(of: item.identifier, contentVersion: item.version.content) : 0
+    }
+
+    private func entry(for record: ItemRecord) -> Entry {
+        Entry(
+            attributes: attributes(of: record), attributeTimeout: configuration.attributeTimeout,
+            entryTimeout: configuration.entryTimeout)
+    }
+
+    private func attributes(of record: ItemRecord) -> FileAttributes {
+        let item = record.item
+        let type: FuseKit.FileType =
+            switch item.kind {
+            case .file: .regular
+            case .directory: .directory
+            case .symlink: .symlink
+            }
+        let size = item.kind == .symlink ? UInt64(item.symlinkTarget?.count ?? 0) : item.size
+        let local = localBytes(of: item)
+        return FileAttributes(
+            inode: InodeNumber(record.inode), type: type, permissions: item.permissions,
+            linkCount: item.kind == .directory ? 2 : 1, uid: configuration.uid, gid: configuration.gid, size: size,
+            blocks: (local + 511) / 512, accessTime: item.contentModificationDate,
+            modificationTime: item.contentModificationDate, changeTime: item.contentModificationDate)
+    }
+}

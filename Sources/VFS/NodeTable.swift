@@ -1,0 +1,49 @@
+import FuseKit
+import MetadataStore
+import Synchronization
+
+/// The inodes the kernel currently holds, with their records: what getattr, open and read answer
+/// from without asking the store. An entry lives from the first lookup to the forget that brings
+/// its count to zero; the root lives for the whole mount.
+final class NodeTable: Sendable {
+    private struct Node {
+        var record: ItemRecord
+        var lookups = LookupCount()
+    }
+
+    /// Guards every node.
+    private let nodes = Mutex<[InodeNumber: Node]>([:])
+
+    init(root: ItemRecord) {
+        nodes.withLock { $0[.root] = Node(record: root) }
+    }
+
+    func record(_ inode: InodeNumber) -> ItemRecord? {
+        nodes.withLock { $0[inode]?.record }
+    }
+
+    /// Keeps `record` (newer data replaces older) and, when the kernel gets a reference, counts it.
+    func remember(_ record: ItemRecord, addingLookup: Bool) {
+        let inode = InodeNumber(record.inode)
+        nodes.withLock { nodes in
+            var node = nodes[inode] ?? Node(record: record)
+            node.record = record
+            if addingLookup { node.lookups.increment() }
+            nodes[inode] = node
+        }
+    }
+
+    /// Drops `count` kernel references; the node goes when none are left (the root never does).
+    func forget(_ inode: InodeNumber, count: UInt64) {
+        nodes.withLock { nodes in
+            guard inode != .root, var node = nodes[inode] else { return }
+            if node.lookups.decrement(by: count) {
+                nodes[inode] = nil
+            } else {
+                nodes[inode] = node
+            }
+        }
+    }
+
+    var count: Int { nodes.withLock { $0.count } }
+}

@@ -1,0 +1,59 @@
+import BlockCache
+import FileProviderKit
+import MetadataStore
+import Synchronization
+
+/// One open file handle: the item as it was at open, so the handle reads one content version from
+/// open to close, and its cached content once a read needed it.
+final class OpenFile: Sendable {
+    let record: ItemRecord
+    private let content = Mutex<CachedContent?>(nil)
+
+    init(record: ItemRecord) { self.record = record }
+
+    /// The cached content of this handle's version, opened on first use.
+    func cachedContent(in cache: BlockCache) async throws -> CachedContent {
+        if let existing = content.withLock({ $0 }) { return existing }
+        let item = record.item
+        let opened = try await cache.content(
+            for: item.identifier, contentVersion: item.version.content, size: item.size)
+        return content.withLock { current in
+            if let current { return current }
+            current = opened
+            return opened
+        }
+    }
+}
+
+/// One open directory handle: the listing as it was at opendir, so that offsets stay valid while
+/// the handle is open.
+struct OpenDirectory: Sendable {
+    let directory: ItemRecord
+    let parent: ItemRecord
+    let children: [ItemRecord]
+}
+
+/// Open handles by number.
+final class HandleTable<Value: Sendable>: Sendable {
+    private struct State {
+        var next: UInt64 = 1
+        var values: [UInt64: Value] = [:]
+    }
+    /// Guards the handles and the next number.
+    private let state = Mutex(State())
+
+    func insert(_ value: Value) -> UInt64 {
+        state.withLock { state in
+            let handle = state.next
+            state.next += 1
+            state.values[handle] = value
+            return handle
+        }
+    }
+
+    subscript(handle: UInt64) -> Value? { state.withLock { $0.values[handle] } }
+
+    func remove(_ handle: UInt64) { state.withLock { _ = $0.values.removeValue(forKey: handle) } }
+
+    var count: Int { state.withLock { $0.values.count } }
+}

@@ -1,1 +1,0 @@
-// VFS — under construction
