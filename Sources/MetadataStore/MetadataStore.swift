@@ -86,7 +86,7 @@ public final class MetadataStore: Sendable {
                 sql: """
                     INSERT INTO item (inode, \(columns)) VALUES (1, \(Self.placeholders))
                     ON CONFLICT(inode) DO UPDATE SET \(updates)
-                    """, arguments: [1] + arguments)
+                    """, arguments: arguments)
             return ItemRecord(inode: 1, item: item)
         }
     }

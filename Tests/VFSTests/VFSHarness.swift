@@ -1,0 +1,102 @@
+import BlockCache
+import FileProviderKit
+import Foundation
+import FuseKit
+import Logging
+import MetadataStore
+import SystemPackage
+import VFS
+
+/// A FileSystem over a given provider with its store and cache in a temporary folder, driven
+/// in-process through the same methods FuseKit calls.
+struct VFSHarness {
+    let fileSystem: FileSystem
+    let directory: URL
+    let context = RequestContext(uid: 0, gid: 0, pid: getpid())
+
+    static func make(
+        provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5)
+    ) async throws -> VFSHarness {
+        let directory =
+            directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("vfs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let store = try MetadataStore(file: directory.appendingPathComponent("metadata.sqlite"))
+        let cache = try await BlockCache(
+            directory: FilePath(directory.appendingPathComponent("blocks").path), blockSize: 1 << 20, store: store)
+        var configuration = VFSConfiguration()
+        configuration.remoteTimeout = remoteTimeout
+        let fileSystem = try await FileSystem.start(
+            provider: provider, store: store, cache: cache, configuration: configuration,
+            logger: Logger(label: "vfs-test"))
+        return VFSHarness(fileSystem: fileSystem, directory: directory)
+    }
+
+    /// Resolves a slash-separated path from the root by lookups.
+    func resolve(_ path: String) async throws -> Entry {
+        var entry = try await fileSystem.lookup(parent: .root, name: [], context: context, orRoot: true)
+        for component in path.split(separator: "/") {
+            entry = try await fileSystem.lookup(parent: entry.inode, name: Array(component.utf8), context: context)
+        }
+        return entry
+    }
+
+    /// The names in a directory, through opendir/readdir/releasedir (plain or plus).
+    func list(_ inode: InodeNumber, plus: Bool = false, bufferSize: Int = 4096) async throws -> [String] {
+        let opened = try await fileSystem.opendir(inode: inode, flags: 0, context: context)
+        defer { Task { try? await fileSystem.releasedir(inode: inode, handle: opened.handle) } }
+        var names: [String] = []
+        var offset: UInt64 = 0
+        while true {
+            var buffer = DirectoryBuffer(capacity: bufferSize, isPlus: plus)
+            try await fileSystem.readdir(
+                inode: inode, handle: opened.handle, offset: offset, into: &buffer, context: context)
+            guard let last = buffer.items.last else { break }
+            names += buffer.items.map { String(decoding: $0.name, as: UTF8.self) }
+            offset = last.nextOffset
+        }
+        return names
+    }
+
+    /// The whole content of a file, read through open/read/release in `chunk`-byte reads.
+    func readAll(_ inode: InodeNumber, chunk: Int = 128 * 1024) async throws -> [UInt8] {
+        let opened = try await fileSystem.open(inode: inode, flags: O_RDONLY, context: context)
+        defer { Task { try? await fileSystem.release(inode: inode, handle: opened.handle, flags: 0) } }
+        var bytes: [UInt8] = []
+        while true {
+            let reply = try await fileSystem.read(
+                inode: inode, handle: opened.handle, offset: UInt64(bytes.count), size: chunk, context: context)
+            let piece = try Self.bytes(of: reply)
+            if piece.isEmpty { break }
+            bytes += piece
+        }
+        return bytes
+    }
+
+    /// The bytes a read reply carries (reading fd-backed replies from their file).
+    static func bytes(of reply: ReadReply) throws -> [UInt8] {
+        switch reply {
+        case .bytes(let bytes):
+            return bytes
+        case .fileRange(let file, let offset, let length):
+            var buffer = [UInt8](repeating: 0, count: length)
+            let count = buffer.withUnsafeMutableBytes { pread(file.fileDescriptor, $0.baseAddress, length, off_t(offset)) }
+            guard count == length else { throw Errno(rawValue: errno) }
+            return buffer
+        }
+    }
+
+    func xattr(_ inode: InodeNumber, _ name: String) async throws -> String {
+        String(decoding: try await fileSystem.getxattr(inode: inode, name: name, context: context), as: UTF8.self)
+    }
+}
+
+extension FileSystem {
+    /// The root's entry (for path resolution), answered by getattr of inode 1.
+    fileprivate func lookup(parent: InodeNumber, name: [UInt8], context: RequestContext, orRoot: Bool) async throws
+        -> Entry
+    {
+        let root = try await getattr(inode: .root, context: context)
+        return Entry(attributes: root.attributes, attributeTimeout: root.timeout, entryTimeout: root.timeout)
+    }
+}
