@@ -4,7 +4,6 @@
 // libfuse3's low-level API at the 3.14 level (Debian 12). Everything Swift cannot import directly —
 // macros, variadic functions, anonymous-union fields — is wrapped here as a cfuse_* function.
 #define FUSE_USE_VERSION 314
-#define _GNU_SOURCE 1
 
 #include <fuse3/fuse_lowlevel.h>
 #include <fuse3/fuse.h>
@@ -12,18 +11,13 @@
 #include <sys/xattr.h>
 #include <errno.h>
 #include <signal.h>
+#include <poll.h>
 
 /// fuse_session_new is a macro from 3.17 on; this names the function on every version.
 static inline struct fuse_session *cfuse_session_new(struct fuse_args *args,
                                                      const struct fuse_lowlevel_ops *ops,
                                                      size_t op_size, void *userdata) {
     return fuse_session_new(args, ops, op_size, userdata);
-}
-
-/// FUSE_ARGS_INIT is a macro.
-static inline struct fuse_args cfuse_args_init(int argc, char **argv) {
-    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    return args;
 }
 
 /// fuse_file_info keeps its flags in bit-fields, which Swift cannot write.
@@ -34,9 +28,6 @@ static inline void cfuse_file_info_set_open_flags(struct fuse_file_info *fi, int
     fi->nonseekable = nonseekable ? 1 : 0;
     fi->cache_readdir = cache_readdir ? 1 : 0;
 }
-
-static inline int cfuse_file_info_writepage(const struct fuse_file_info *fi) { return fi->writepage; }
-static inline int cfuse_file_info_flush(const struct fuse_file_info *fi) { return fi->flush; }
 
 /// A fuse_bufvec holding one buffer backed by a file descriptor, read at `pos`: the kernel can
 /// splice from the cache file instead of copying through user space.

@@ -1,0 +1,170 @@
+import CFuse
+import Foundation
+import Synchronization
+import SystemPackage
+
+/// One FUSE mount served by a `FileSystemOperations`.
+///
+/// `mount()` creates the libfuse session and mounts it; `run()` serves requests on a dedicated
+/// thread (never a cooperative one: reading /dev/fuse blocks) and returns when the session ends —
+/// on `fusermount3 -u`, SIGINT, SIGTERM or SIGHUP, or `unmount()`. It then waits for every request
+/// already taken to be answered, unmounts, and calls the filesystem's `shutdown()`.
+///
+/// The loop is `fuse_session_loop` with one difference: it polls /dev/fuse with a short timeout.
+/// `fuse_session_exit` (called by libfuse's signal handlers and by `unmount()`) only sets a flag,
+/// and a signal delivered to another thread does not interrupt the blocking read, so the plain
+/// loop would only notice the next request.
+///
+/// libfuse's signal handlers are process-wide and name one session: run one session per process
+/// if it should end on signals.
+public final class FuseSession: Sendable {
+    /// How long the loop waits for a request before looking at the exit flag again.
+    private static let exitCheckMilliseconds: Int32 = 100
+
+    public let mountpoint: String
+    /// The `-o` option string given to libfuse.
+    public let options: String
+    private let context: SessionContext
+    /// Guards the libfuse session pointer's lifetime: only `.mounted` and `.running` hold a valid
+    /// one. Notifications send under this lock so the session cannot be destroyed under them.
+    private let state = Mutex(State.created)
+
+    private enum State {
+        case created
+        case mounted(SessionPointer)
+        case running(SessionPointer)
+        case ended
+    }
+
+    /// - Parameters:
+    ///   - fsname: The source `/proc/mounts` shows, e.g. "fpfs:/srv/data".
+    ///   - subtype: The type shows as `fuse.<subtype>`.
+    ///   - allowOther: Let users other than the mounter use the mount.
+    ///   - options: Further mount options, passed to libfuse as given (e.g. "ro", "noatime").
+    public init(
+        operations: any FileSystemOperations, mountpoint: String, fsname: String, subtype: String = "fpfs",
+        allowOther: Bool = false, options: [String] = []
+    ) {
+        self.mountpoint = mountpoint
+        self.context = SessionContext(operations: operations)
+        // libfuse splits -o at commas; a backslash keeps one in a value.
+        func escaped(_ value: String) -> String {
+            value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ",", with: "\\,")
+        }
+        var all = ["fsname=\(escaped(fsname))", "subtype=\(escaped(subtype))"]
+        if allowOther { all.append("allow_other") }
+        all += options
+        self.options = all.joined(separator: ",")
+    }
+
+    /// A session mounted but never run would otherwise stay mounted with nobody answering.
+    /// (A running session cannot get here: its thread holds it.)
+    deinit {
+        unmount()
+    }
+
+    /// Creates the libfuse session and mounts it. Requests wait in the kernel until `run()`.
+    public func mount() throws(FuseError) {
+        try state.withLock { state throws(FuseError) in
+            guard case .created = state else { throw .alreadyMounted }
+            var arguments = fuse_args()
+            defer { fuse_opt_free_args(&arguments) }
+            for argument in ["fpfs", "-o", options] {
+                fuse_opt_add_arg(&arguments, argument)
+            }
+            var operations = makeLowLevelOperations()
+            // The session does not retain its userdata; `self.context` outlives the session.
+            let userdata = Unmanaged.passUnretained(context).toOpaque()
+            guard
+                let session = cfuse_session_new(
+                    &arguments, &operations, MemoryLayout<fuse_lowlevel_ops>.size, userdata)
+            else { throw .sessionCreationFailed(options: options) }
+            guard fuse_session_mount(session, mountpoint) == 0 else {
+                let error = Errno(rawValue: errno)
+                fuse_session_destroy(session)
+                throw .mountFailed(mountpoint: mountpoint, error)
+            }
+            state = .mounted(SessionPointer(raw: session))
+        }
+    }
+
+    /// Serves requests until the session ends, then unmounts and shuts the filesystem down.
+    /// Throws `.notMounted` unless `mount()` succeeded and `run()` was not called before.
+    public func run() async throws(FuseError) {
+        let session = try state.withLock { state throws(FuseError) -> SessionPointer in
+            guard case .mounted(let session) = state else { throw .notMounted }
+            state = .running(session)
+            return session
+        }
+        let status = await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: self.serve(session)) }
+            thread.name = "fpfs-fuse"
+            thread.start()
+        }
+        if status < 0 { throw .sessionFailed(Errno(rawValue: -status)) }
+    }
+
+    /// Ends the session from the program: `run()` returns within a moment, after unmounting.
+    /// A session mounted but never run is unmounted at once. Safe to call more than once.
+    public func unmount() {
+        state.withLock { state in
+            switch state {
+            case .created, .ended:
+                return
+            case .mounted(let session):
+                fuse_session_unmount(session.raw)
+                fuse_session_destroy(session.raw)
+                state = .ended
+            case .running(let session):
+                fuse_session_exit(session.raw)
+            }
+        }
+    }
+
+    /// Sends cache invalidations to the kernel for this session.
+    public var notifier: FuseNotifier { FuseNotifier(session: self) }
+
+    /// Runs `body` with the libfuse session if it is still alive; nil once it has ended.
+    func withLiveSession(_ body: (OpaquePointer) -> Int32) -> Int32? {
+        state.withLock { state in
+            switch state {
+            case .mounted(let session), .running(let session): body(session.raw)
+            case .created, .ended: nil
+            }
+        }
+    }
+
+    /// The session thread: the request loop, then the teardown. Returns 0 or -errno.
+    private func serve(_ session: SessionPointer) -> Int32 {
+        let handlesSignals = fuse_set_signal_handlers(session.raw) == 0
+        let status = Self.loop(session.raw)
+        // Replies sent from now on fail quietly instead of being reported as write errors.
+        fuse_session_exit(session.raw)
+        if handlesSignals { fuse_remove_signal_handlers(session.raw) }
+        // Requests already taken still get their answers while the mount can deliver them.
+        context.inFlight.wait()
+        state.withLock { $0 = .ended }
+        fuse_session_unmount(session.raw)
+        // Calls the destroy operation, which runs the filesystem's shutdown().
+        fuse_session_destroy(session.raw)
+        return status
+    }
+
+    /// `fuse_session_loop`, polling so that the exit flag is seen without a request arriving.
+    private static func loop(_ session: OpaquePointer) -> Int32 {
+        var buffer = fuse_buf()
+        defer { free(buffer.mem) }
+        var device = pollfd(fd: fuse_session_fd(session), events: Int16(POLLIN), revents: 0)
+        while fuse_session_exited(session) == 0 {
+            let ready = poll(&device, 1, exitCheckMilliseconds)
+            if ready == 0 || (ready < 0 && errno == EINTR) { continue }
+            if ready < 0 { return -errno }
+            let received = fuse_session_receive_buf(session, &buffer)
+            if received == -EINTR { continue }
+            // 0: unmounted (libfuse turns ENODEV into a clean end).
+            if received <= 0 { return received }
+            fuse_session_process_buf(session, &buffer)
+        }
+        return 0
+    }
+}

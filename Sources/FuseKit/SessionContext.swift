@@ -1,0 +1,24 @@
+import CFuse
+import Dispatch
+
+/// What every callback of one session needs, handed to libfuse as its userdata.
+///
+/// The callbacks are plain C functions, so they cannot capture anything: they find the filesystem
+/// here. libfuse holds it unretained; the owning `FuseSession` outlives the libfuse session.
+final class SessionContext: Sendable {
+    let operations: any FileSystemOperations
+    /// Requests taken but not yet answered (and forgets not yet handled). The session waits for
+    /// zero before `fuse_session_destroy`, which frees the memory every unanswered request points to.
+    let inFlight = DispatchGroup()
+    /// Replies that read from a file descriptor block on I/O, so they run here, off the
+    /// cooperative pool. Concurrent, so a slow disk read does not hold up the others.
+    let blockingReplies = DispatchQueue(label: "fpfs.fuse.replies", attributes: .concurrent)
+
+    init(operations: any FileSystemOperations) {
+        self.operations = operations
+    }
+
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> SessionContext {
+        Unmanaged<SessionContext>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+}
