@@ -1,0 +1,83 @@
+import FileProviderKit
+import Foundation
+
+/// A folder on this machine presented as a remote: the embedded default of
+/// `fpfs mount /some/folder /mnt`, and the reference provider the engine is tested against.
+///
+/// Identifiers follow inodes, so they survive renames done on disk (see `LocalTree`); versions
+/// derive from `statx`; change enumeration compares walks of the tree with saved snapshots (see
+/// `SnapshotStore`). Every file-system call runs on a Dispatch queue (`BlockingIO`), never on a
+/// cooperative thread. `Options` can make it as slow as a real remote.
+public final class LocalProvider: FileProvider, PartialContentFetching, Sendable {
+    public let options: Options
+    let tree: LocalTree
+    let snapshots: SnapshotStore
+    let bandwidthLimiter: BandwidthLimiter?
+
+    /// Presents the folder at `root`. Throws `cannotSynchronize` naming the path when there is no
+    /// folder there, and when the options are invalid or the state directory cannot be opened.
+    /// Blocks briefly; call it at start-up, not from a latency-sensitive task.
+    public init(root: URL, options: Options = Options()) throws {
+        if options.bandwidthLimit == 0 {
+            throw ProviderError.cannotSynchronize(reason: "the bandwidth limit must be at least 1 byte per second")
+        }
+        self.options = options
+        tree = try LocalTree(root: Array(root.path(percentEncoded: false).utf8))
+        do {
+            snapshots = try SnapshotStore(directory: options.stateDirectory)
+        } catch {
+            let path = options.stateDirectory?.path(percentEncoded: false) ?? ""
+            throw ProviderError.cannotSynchronize(reason: "cannot use state directory \(path): \(error)")
+        }
+        bandwidthLimiter = options.bandwidthLimit.map(BandwidthLimiter.init(bytesPerSecond:))
+    }
+
+    public func item(for identifier: ItemIdentifier) async throws -> Item {
+        guard identifier != .workingSet, identifier != .trashContainer else {
+            throw ProviderError.noSuchItem(identifier)
+        }
+        return try await request { tree in try tree.item(at: tree.locate(identifier).path) }
+    }
+
+    public func enumerator(for container: ItemIdentifier) async throws -> any ItemEnumerator {
+        switch container {
+        case .workingSet:
+            return WorkingSetEnumerator(provider: self)
+        case .trashContainer:
+            throw ProviderError.featureUnsupported
+        default:
+            try await request { tree in
+                let folder = try tree.locate(container)
+                guard folder.status.kind == .directory else {
+                    throw ProviderError.cannotSynchronize(reason: "\(folder.path) is not a folder")
+                }
+            }
+            return DirectoryEnumerator(provider: self, container: container)
+        }
+    }
+
+    /// Nothing to do: snapshots are saved as they are taken, and nothing else is held open.
+    public func invalidate() async {}
+
+    /// Runs one request: waits the configured delay, then runs `work` on the blocking-I/O queue
+    /// after checking that the root folder is still there, and turns system errors into
+    /// `ProviderError`s (`serverUnreachable` when the root has vanished meanwhile).
+    func request<Result: Sendable>(_ work: @escaping @Sendable (LocalTree) throws -> Result) async throws -> Result {
+        if options.requestDelay > .zero { try await Task.sleep(for: options.requestDelay) }
+        return try await blocking(work)
+    }
+
+    /// `request` without the delay, for the later steps of a request that already waited.
+    func blocking<Result: Sendable>(_ work: @escaping @Sendable (LocalTree) throws -> Result) async throws -> Result {
+        let tree = tree
+        return try await BlockingIO.run {
+            do {
+                try tree.checkRoot()
+                return try work(tree)
+            } catch let failure as POSIXFailure {
+                if failure.mayMeanRootVanished { try tree.checkRoot() }
+                throw failure.providerError
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// LocalProvider — under construction

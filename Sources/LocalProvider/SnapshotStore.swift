@@ -1,0 +1,90 @@
+import FileProviderKit
+import Foundation
+import Synchronization
+
+/// Saved states of the tree, which sync anchors and working-set pages name.
+///
+/// A plain folder keeps no history, so change enumeration compares: an anchor names a snapshot —
+/// every item as one walk found it — and the changes since the anchor are the difference between
+/// that snapshot and a new walk. Snapshots are files in the state directory when the engine gives
+/// one, so anchors survive a restart of the provider, and live in memory otherwise. Only the newest
+/// few are kept; a token naming an older one gets `syncAnchorExpired` (or `pageExpired`).
+final class SnapshotStore: Sendable {
+    /// How many snapshots are kept; enough for a listing and a change enumeration to overlap.
+    static let retained = 8
+
+    /// Random per state directory (per store when in memory) and part of every token, so that a
+    /// token from another store, or from before the state was wiped, is never taken for one of ours.
+    let session: String
+    private let directory: URL?
+    private let state: Mutex<State>
+
+    private struct State {
+        /// The sequence number of the newest snapshot; 0 before the first.
+        var newest: Int
+        /// Snapshots held in memory: all retained ones without a directory, else the newest only.
+        var cached: [Int: [Item]] = [:]
+    }
+
+    /// Opens the store in `directory` (created when missing), or in memory when nil. Blocks.
+    init(directory: URL?) throws {
+        self.directory = directory
+        guard let directory else {
+            session = UUID().uuidString
+            state = Mutex(State(newest: 0))
+            return
+        }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let sessionFile = directory.appending(path: "session")
+        if let saved = try? String(contentsOf: sessionFile, encoding: .utf8), !saved.isEmpty {
+            session = saved
+        } else {
+            session = UUID().uuidString
+            try session.write(to: sessionFile, atomically: true, encoding: .utf8)
+        }
+        let saved = try FileManager.default.contentsOfDirectory(atPath: directory.path).compactMap(Self.sequence)
+        state = Mutex(State(newest: saved.max() ?? 0))
+    }
+
+    /// Keeps `items` as a new snapshot and returns its sequence number. Blocks.
+    func save(_ items: [Item]) throws -> Int {
+        let keptInMemory = directory == nil ? Self.retained : 1
+        let sequence = state.withLock { state in
+            state.newest += 1
+            state.cached[state.newest] = items
+            state.cached = state.cached.filter { $0.key > state.newest - keptInMemory }
+            return state.newest
+        }
+        guard let directory else { return sequence }
+        try JSONEncoder().encode(items).write(to: file(sequence, in: directory), options: .atomic)
+        for old in try FileManager.default.contentsOfDirectory(atPath: directory.path).compactMap(Self.sequence)
+        where old <= sequence - Self.retained {
+            try? FileManager.default.removeItem(at: file(old, in: directory))
+        }
+        return sequence
+    }
+
+    /// The snapshot `sequence`, or nil when it was never made or is no longer kept. Blocks.
+    func load(_ sequence: Int) -> [Item]? {
+        let (newest, cached) = state.withLock { ($0.newest, $0.cached[sequence]) }
+        guard sequence > newest - Self.retained, sequence <= newest else { return nil }
+        if let cached { return cached }
+        guard let directory, let data = try? Data(contentsOf: file(sequence, in: directory)) else { return nil }
+        return try? JSONDecoder().decode([Item].self, from: data)
+    }
+
+    /// The newest snapshot and its sequence number, if there is one. Blocks.
+    func newest() -> (sequence: Int, items: [Item])? {
+        let newest = state.withLock { $0.newest }
+        return load(newest).map { (newest, $0) }
+    }
+
+    private func file(_ sequence: Int, in directory: URL) -> URL {
+        directory.appending(path: "snapshot-\(sequence).json")
+    }
+
+    private static func sequence(ofFile name: String) -> Int? {
+        guard name.hasPrefix("snapshot-"), name.hasSuffix(".json") else { return nil }
+        return Int(name.dropFirst("snapshot-".count).dropLast(".json".count))
+    }
+}
