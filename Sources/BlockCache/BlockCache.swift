@@ -83,7 +83,7 @@ public final class BlockCache: Sendable {
             try descriptor.resize(to: Int64(size))
             return descriptor
         }
-        let content = CachedContent(record: record, path: path, fileDescriptor: descriptor, store: store)
+        let content = CachedContent(record: record, fileDescriptor: descriptor, store: store)
         let winner = state.withLock { state -> CachedContent in
             if let open = state.open[identifier]?.content, open.contentVersion == contentVersion { return open }
             state.open[identifier] = OpenContent(content: content)
@@ -100,7 +100,7 @@ public final class BlockCache: Sendable {
     /// Makes `content`'s landed bytes durable (see `CachedContent.commit`) and remembers the
     /// result, so `localBytes` stays right after the content is closed.
     public func commit(_ content: CachedContent) async throws {
-        let presentBlocks = try await content.commit()
+        guard let presentBlocks = try await content.commit() else { return }
         state.withLock { state in
             guard var record = state.records[content.identifier], record.fileNumber == content.fileNumber else { return }
             record.presentBlocks = presentBlocks

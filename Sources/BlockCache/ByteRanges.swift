@@ -22,6 +22,33 @@ public struct ByteRanges: Sendable, Hashable {
         ranges.replaceSubrange(start..<end, with: [lower..<upper])
     }
 
+    /// Removes every byte of `range` from the set.
+    public mutating func remove(_ range: Range<UInt64>) {
+        guard !range.isEmpty else { return }
+        var result: [Range<UInt64>] = []
+        for existing in ranges {
+            if existing.upperBound <= range.lowerBound || existing.lowerBound >= range.upperBound {
+                result.append(existing)
+                continue
+            }
+            if existing.lowerBound < range.lowerBound { result.append(existing.lowerBound..<range.lowerBound) }
+            if existing.upperBound > range.upperBound { result.append(range.upperBound..<existing.upperBound) }
+        }
+        ranges = result
+    }
+
+    /// The parts of the set inside `range`.
+    public func intersection(_ range: Range<UInt64>) -> ByteRanges {
+        var result = ByteRanges()
+        for existing in ranges where existing.overlaps(range) { result.insert(existing.clamped(to: range)) }
+        return result
+    }
+
+    /// True when some byte of `range` is in the set.
+    public func overlaps(_ range: Range<UInt64>) -> Bool {
+        ranges.contains { $0.overlaps(range) }
+    }
+
     /// True when every byte of `range` is in the set (an empty range is always contained).
     public func contains(_ range: Range<UInt64>) -> Bool {
         guard !range.isEmpty else { return true }

@@ -1,18 +1,25 @@
 import FileProviderKit
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import MetadataStore
 import Synchronization
 import SystemPackage
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The cached bytes of one content version of one item: a sparse file the size of the content,
-/// the byte ranges that have landed in it, and the readers waiting for bytes still to come.
+/// the byte ranges that have landed in it, the ranges fetches have claimed, and the readers waiting.
 ///
-/// Bytes land through `write` (from a provider's sink); a reader calls `waitUntilPresent` and is
-/// woken as soon as its range is covered, or with the error that ended the fetch. `commit` fsyncs
-/// the file and records the fully landed blocks in the store, which is what survives a crash.
+/// A reader calls `waitUntilPresent`: under one lock it finds which parts of its range are missing,
+/// joins the claims already covering them and claims the rest (as block-aligned runs, or the whole
+/// file for providers that cannot fetch ranges), hands its new claims to the caller to fetch, and
+/// waits. It is woken as soon as its bytes land (`write`), or with the error of a claim it depends
+/// on (`finish`). Because claiming and waiting happen under the same lock, a reader can never wait
+/// on a fetch that has already ended.
+///
+/// `commit` fsyncs the file and records the fully landed blocks in the store: only those survive a
+/// crash, so bytes that were not fetched are never served.
 public final class CachedContent: Sendable {
     public let identifier: ItemIdentifier
     public let contentVersion: [UInt8]
@@ -21,32 +28,37 @@ public final class CachedContent: Sendable {
     public let fileNumber: Int64
     /// The open cache file; valid for this object's lifetime.
     public let fileDescriptor: FileDescriptor
-    let path: FilePath
     private let store: MetadataStore
 
     private struct Waiter {
         let range: Range<UInt64>
+        var pendingClaims: Set<UInt64>
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    /// Guards the landed ranges, the blocks already recorded durably, and the waiters.
+    /// Guards the landed and committed ranges, the claims, the waiters and the commit flags.
     private struct State {
         var landed = ByteRanges()
         var committed: ByteRanges
+        var claims: [UInt64: Range<UInt64>] = [:]
         var waiters: [UInt64: Waiter] = [:]
-        var nextWaiterID: UInt64 = 0
-        /// Why the last fetch failed; readers arriving before a new fetch starts get it at once.
-        var failure: (any Error)?
+        var nextID: UInt64 = 0
+        var isCommitting = false
+        var needsCommit = false
+
+        mutating func makeID() -> UInt64 {
+            nextID += 1
+            return nextID
+        }
     }
     private let state: Mutex<State>
 
-    init(record: ContentRecord, path: FilePath, fileDescriptor: FileDescriptor, store: MetadataStore) {
+    init(record: ContentRecord, fileDescriptor: FileDescriptor, store: MetadataStore) {
         self.identifier = record.identifier
         self.contentVersion = record.contentVersion
         self.size = record.size
         self.blockSize = record.blockSize
         self.fileNumber = record.fileNumber
-        self.path = path
         self.fileDescriptor = fileDescriptor
         self.store = store
         let present = BlockMap(bytes: record.presentBlocks).ranges(blockSize: record.blockSize, size: record.size)
@@ -67,6 +79,91 @@ public final class CachedContent: Sendable {
     /// True when the whole content is here.
     public var isComplete: Bool { isPresent(0..<size) }
 
+    /// How a reader's missing bytes are fetched.
+    public enum FetchGranularity: Sendable {
+        /// Aligned blocks of this many bytes; adjacent missing blocks form one claim.
+        case blocks(UInt64)
+        /// The whole file in one claim (providers without partial fetches).
+        case wholeFile
+    }
+
+    /// Claims the parts of `range` that are neither here nor claimed; returns the new claims, for
+    /// the caller to fetch (read-ahead).
+    public func claimMissing(in range: Range<UInt64>, granularity: FetchGranularity) -> [ContentClaim] {
+        state.withLock { state in claim(range.clamped(to: 0..<size), granularity: granularity, in: &state).new }
+    }
+
+    /// Returns once every byte of `range` (clipped to the content) is here. Missing parts not yet
+    /// claimed are claimed and passed to `start` (called before waiting, outside the lock); the
+    /// claims this reader depends on are passed to `joined`. Throws the error of a claim that fails,
+    /// or CancellationError when the calling task is cancelled.
+    public func waitUntilPresent(
+        _ range: Range<UInt64>, granularity: FetchGranularity, start: ([ContentClaim]) -> Void,
+        joined: ([ContentClaim]) -> Void
+    ) async throws {
+        let wanted = range.clamped(to: 0..<size)
+        let waiterID = state.withLock { $0.makeID() }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let claimed = state.withLock { state -> (new: [ContentClaim], depended: [ContentClaim])? in
+                    if state.landed.contains(wanted) { return nil }
+                    let claimed = claim(wanted, granularity: granularity, in: &state)
+                    let depended = claimed.new + claimed.joined
+                    state.waiters[waiterID] = Waiter(
+                        range: wanted, pendingClaims: Set(depended.map(\.id)), continuation: continuation)
+                    return (claimed.new, depended)
+                }
+                guard let claimed else {
+                    continuation.resume()
+                    return
+                }
+                if !claimed.new.isEmpty { start(claimed.new) }
+                joined(claimed.depended)
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: waiterID) }
+            waiter?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Under the lock: the claims covering the missing parts of `range`, existing and new.
+    private func claim(_ range: Range<UInt64>, granularity: FetchGranularity, in state: inout State)
+        -> (new: [ContentClaim], joined: [ContentClaim])
+    {
+        guard !range.isEmpty, !state.landed.contains(range) else { return ([], []) }
+        switch granularity {
+        case .wholeFile:
+            if !state.claims.isEmpty {
+                return ([], state.claims.map { ContentClaim(id: $0.key, range: $0.value) })
+            }
+            let claim = ContentClaim(id: state.makeID(), range: 0..<size)
+            state.claims[claim.id] = claim.range
+            return ([claim], [])
+        case .blocks(let alignment):
+            var joined: [UInt64: ContentClaim] = [:]
+            var runs: [Range<UInt64>] = []
+            var block = range.lowerBound / alignment * alignment
+            while block < range.upperBound {
+                let blockRange = block..<min(block + alignment, size)
+                block += alignment
+                if state.landed.contains(blockRange) { continue }
+                let covering = state.claims.filter { $0.value.overlaps(blockRange) }
+                if !covering.isEmpty {
+                    for (id, claimed) in covering { joined[id] = ContentClaim(id: id, range: claimed) }
+                    continue
+                }
+                if let last = runs.last, last.upperBound == blockRange.lowerBound {
+                    runs[runs.count - 1] = last.lowerBound..<blockRange.upperBound
+                } else {
+                    runs.append(blockRange)
+                }
+            }
+            let new = runs.map { ContentClaim(id: state.makeID(), range: $0) }
+            for claim in new { state.claims[claim.id] = claim.range }
+            return (new, Array(joined.values))
+        }
+    }
+
     /// Stores fetched bytes at `offset` and wakes the readers they satisfy.
     public func write(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64) async throws {
         let count = bytes.withUnsafeBytes { $0.count }
@@ -80,83 +177,91 @@ public final class CachedContent: Sendable {
                 _ = try descriptor.writeAll(toAbsoluteOffset: Int64(offset), buffer)
             }
         }
-        markLanded(offset..<offset + UInt64(count))
-    }
-
-    private func markLanded(_ range: Range<UInt64>) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            state.landed.insert(range)
-            let done = state.waiters.filter { state.landed.contains($0.value.range) }
-            for id in done.keys { state.waiters[id] = nil }
-            return done.values.map(\.continuation)
+            state.landed.insert(offset..<offset + UInt64(count))
+            return Self.takeSatisfiedWaiters(from: &state)
         }
         for continuation in ready { continuation.resume() }
     }
 
-    /// Returns once every byte of `range` (clipped to the content) is here; throws the error given
-    /// to `failWaiters`, or CancellationError when the calling task is cancelled.
-    public func waitUntilPresent(_ range: Range<UInt64>) async throws {
-        let wanted = range.clamped(to: 0..<size)
-        let id = state.withLock { state -> UInt64 in
-            state.nextWaiterID += 1
-            return state.nextWaiterID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let outcome = state.withLock { state -> Result<Bool, any Error> in
-                    if state.landed.contains(wanted) { return .success(true) }
-                    if let failure = state.failure { return .failure(failure) }
-                    state.waiters[id] = Waiter(range: wanted, continuation: continuation)
-                    return .success(false)
-                }
-                switch outcome {
-                case .success(true): continuation.resume()
-                case .success(false): break
-                case .failure(let error): continuation.resume(throwing: error)
+    private static func takeSatisfiedWaiters(from state: inout State) -> [CheckedContinuation<Void, any Error>] {
+        let done = state.waiters.filter { state.landed.contains($0.value.range) }
+        for id in done.keys { state.waiters[id] = nil }
+        return done.values.map(\.continuation)
+    }
+
+    /// Ends a claim. On success its readers have (or will have) their bytes; on failure the bytes
+    /// in `untrusted` that were not committed are forgotten and every reader depending on the claim
+    /// gets `error`.
+    public func finish(_ claim: ContentClaim, error: (any Error)?, untrusted: ByteRanges = ByteRanges()) {
+        let outcome = state.withLock { state -> (woken: [CheckedContinuation<Void, any Error>], failed: [CheckedContinuation<Void, any Error>]) in
+            state.claims[claim.id] = nil
+            if error != nil {
+                for range in untrusted.ranges + [claim.range] {
+                    state.landed.remove(range)
+                    for kept in state.committed.intersection(range).ranges { state.landed.insert(kept) }
                 }
             }
-        } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.continuation.resume(throwing: CancellationError())
+            var failed: [CheckedContinuation<Void, any Error>] = []
+            for (id, var waiter) in state.waiters where waiter.pendingClaims.contains(claim.id) {
+                waiter.pendingClaims.remove(claim.id)
+                let stillMissing = !state.landed.contains(waiter.range)
+                if error != nil || (stillMissing && waiter.pendingClaims.isEmpty) {
+                    state.waiters[id] = nil
+                    failed.append(waiter.continuation)
+                } else {
+                    state.waiters[id] = waiter
+                }
+            }
+            return (Self.takeSatisfiedWaiters(from: &state), failed)
         }
-    }
-
-    /// Wakes every waiter whose bytes have not landed with `error` (the fetch that would have
-    /// brought them failed), and answers later waiters the same until `clearFailure`.
-    public func failWaiters(with error: any Error) {
-        let waiters = state.withLock { state -> [Waiter] in
-            state.failure = error
-            let all = Array(state.waiters.values)
-            state.waiters.removeAll()
-            return all
-        }
-        for waiter in waiters { waiter.continuation.resume(throwing: error) }
-    }
-
-    /// Lets readers wait again: a new fetch is starting.
-    public func clearFailure() {
-        state.withLock { $0.failure = nil }
-    }
-
-    /// Forgets bytes that landed but were not committed (a fetch whose data cannot be trusted).
-    public func discardUncommitted() {
-        state.withLock { $0.landed = $0.committed }
+        let failure =
+            error
+            ?? ProviderError.cannotSynchronize(reason: "a fetch of \(identifier) ended without the bytes it claimed")
+        for continuation in outcome.failed { continuation.resume(throwing: failure) }
+        for continuation in outcome.woken { continuation.resume() }
     }
 
     /// Makes the landed bytes durable: fsyncs the cache file, then records every fully landed
-    /// block in the store. A block is recorded only after its data is on disk. Returns the map
-    /// now recorded.
-    func commit() async throws -> [UInt8] {
-        let landed = state.withLock { $0.landed }
-        let descriptor = fileDescriptor
-        try await BlockingIO.run {
-            guard fsync(descriptor.rawValue) == 0 else { throw Errno(rawValue: errno) }
+    /// block in the store. A block is recorded only after its data is on disk. Concurrent calls
+    /// coalesce: one runs, and runs once more if bytes landed meanwhile. Returns the map recorded,
+    /// or nil when another call does the work.
+    func commit() async throws -> [UInt8]? {
+        let proceed = state.withLock { state -> Bool in
+            if state.isCommitting {
+                state.needsCommit = true
+                return false
+            }
+            state.isCommitting = true
+            return true
         }
-        let map = BlockMap(covering: landed, blockSize: blockSize, size: size)
-        try await store.savePresentBlocks(fileNumber: fileNumber, presentBlocks: map.bytes)
-        let committed = map.ranges(blockSize: blockSize, size: size)
-        state.withLock { $0.committed = committed }
-        return map.bytes
+        guard proceed else { return nil }
+        var recorded: [UInt8] = []
+        do {
+            repeat {
+                let landed = state.withLock { state -> ByteRanges in
+                    state.needsCommit = false
+                    return state.landed
+                }
+                let descriptor = fileDescriptor
+                try await BlockingIO.run {
+                    guard fsync(descriptor.rawValue) == 0 else { throw Errno(rawValue: errno) }
+                }
+                let map = BlockMap(covering: landed, blockSize: blockSize, size: size)
+                try await store.savePresentBlocks(fileNumber: fileNumber, presentBlocks: map.bytes)
+                let committed = map.ranges(blockSize: blockSize, size: size)
+                state.withLock { $0.committed = committed }
+                recorded = map.bytes
+            } while state.withLock({ state in
+                if state.needsCommit { return true }
+                state.isCommitting = false
+                return false
+            })
+        } catch {
+            state.withLock { $0.isCommitting = false }
+            throw error
+        }
+        return recorded
     }
 
     /// Reads `length` bytes at `offset` from the cache file; the caller made sure they are here.
@@ -164,7 +269,9 @@ public final class CachedContent: Sendable {
         let descriptor = fileDescriptor
         return try await BlockingIO.run {
             var buffer = [UInt8](repeating: 0, count: length)
-            let count = try buffer.withUnsafeMutableBytes { try descriptor.read(fromAbsoluteOffset: Int64(offset), into: $0) }
+            let count = try buffer.withUnsafeMutableBytes {
+                try descriptor.read(fromAbsoluteOffset: Int64(offset), into: $0)
+            }
             return Array(buffer.prefix(count))
         }
     }

@@ -3,69 +3,166 @@ import FileProviderKit
 import Logging
 import Synchronization
 
-/// Runs the provider's content fetches: one per cached content at a time, shared by every reader
-/// of it, each under the remote bound (no progress for `remoteTimeout` fails it).
+/// Runs the provider's content fetches (DESIGN §3).
 ///
-/// A fetch writes through a `CacheSink` into the cached content, so a reader is answered as soon
-/// as its bytes land. At the end the returned item must name the version asked for and every byte
-/// must have arrived; otherwise nothing of the fetch is kept. Readers learn of a failure from the
-/// content (`failWaiters`), which also answers readers who arrive while the failed fetch winds down.
+/// Readers and read-ahead express what they need as ranges of a `CachedContent`; the content turns
+/// missing parts into claims (aligned runs of blocks, or the whole file for providers without
+/// partial fetches), so each block is fetched once however many readers want it. Each claim runs as
+/// one provider call, after taking a slot of the pipeline limiter (interactive reads first), under
+/// the remote bound (no progress for `remoteTimeout` fails it). What a provider returns is checked
+/// before it is trusted: the version asked for, a retrieved range that keeps the alignment contract
+/// and covers the claim, every byte delivered. Otherwise the fetch's bytes are forgotten and its
+/// readers get the error.
 final class ContentFetcher: Sendable {
     private let provider: any FileProvider
+    private let partialProvider: (any PartialContentFetching)?
     private let cache: BlockCache
+    private let limiter: PipelineLimiter
     private let configuration: VFSConfiguration
     private let statistics: Statistics
     private let logger: Logger
 
-    /// Guards the fetches in flight, by cache file number.
-    private let inFlight = Mutex<[Int64: Task<Void, Never>]>([:])
+    /// Guards the running fetch tasks and their limiter tickets (for promotion), by cache file
+    /// and claim.
+    private let running = Mutex<[ClaimKey: (ticket: PipelineLimiter.Ticket, task: Task<Void, Never>?)]>([:])
+
+    private struct ClaimKey: Hashable {
+        let fileNumber: Int64
+        let claim: UInt64
+    }
 
     init(
         provider: any FileProvider, cache: BlockCache, configuration: VFSConfiguration, statistics: Statistics,
         logger: Logger
     ) {
         self.provider = provider
+        self.partialProvider = provider as? any PartialContentFetching
         self.cache = cache
+        self.limiter = PipelineLimiter(depth: configuration.pipelineDepth)
         self.configuration = configuration
         self.statistics = statistics
         self.logger = logger
     }
 
-    /// Starts fetching the whole of `content` unless a fetch of it is already running.
-    func startWholeFetch(of content: CachedContent, version: ItemVersion) {
-        inFlight.withLock { inFlight in
-            guard inFlight[content.fileNumber] == nil else { return }
-            content.clearFailure()
-            inFlight[content.fileNumber] = Task { await self.fetchWhole(content, version: version) }
+    /// True when reads fetch aligned blocks rather than whole files.
+    var fetchesBlocks: Bool { partialProvider != nil }
+
+    private var granularity: CachedContent.FetchGranularity {
+        partialProvider == nil ? .wholeFile : .blocks(cache.blockSize)
+    }
+
+    /// Returns once `range` of `content` is local, fetching what is missing at interactive priority.
+    func ensurePresent(_ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String)
+        async throws
+    {
+        try await content.waitUntilPresent(
+            range, granularity: granularity,
+            start: { claims in
+                for claim in claims { start(claim, of: content, version: version, name: name, priority: .interactive) }
+            },
+            joined: { claims in
+                let waiting = running.withLock { running in
+                    claims.compactMap { running[ClaimKey(fileNumber: content.fileNumber, claim: $0.id)]?.ticket }
+                }
+                for ticket in waiting { limiter.promote(ticket) }
+            })
+    }
+
+    /// Starts fetching the missing parts of `range` at read-ahead priority, without waiting.
+    func prefetch(_ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String) {
+        guard partialProvider != nil, !range.isEmpty else { return }
+        // Parallel block fetches: each block of the window is its own claim, so the pipeline can
+        // run several at once.
+        var block = range.lowerBound / cache.blockSize * cache.blockSize
+        while block < range.upperBound {
+            let blockRange = block..<min(block + cache.blockSize, content.size)
+            block += cache.blockSize
+            for claim in content.claimMissing(in: blockRange, granularity: granularity) {
+                start(claim, of: content, version: version, name: name, priority: .readAhead)
+            }
         }
     }
 
-    private func fetchWhole(_ content: CachedContent, version: ItemVersion) async {
-        statistics.fetchStarted()
-        let progress = ProgressMark()
-        let sink = CacheSink(content: content, progress: progress, statistics: statistics)
-        let provider = self.provider
-        let identifier = content.identifier
-        var failed = false
-        do {
-            let item = try await Deadline.run(limit: configuration.remoteTimeout, progress: progress) {
-                try await provider.fetchContents(for: identifier, version: version, into: sink)
+    private func start(
+        _ claim: ContentClaim, of content: CachedContent, version: ItemVersion, name: String, priority: FetchPriority
+    ) {
+        let key = ClaimKey(fileNumber: content.fileNumber, claim: claim.id)
+        let ticket = limiter.makeTicket()
+        running.withLock { $0[key] = (ticket, nil) }
+        let task = Task {
+            defer { _ = running.withLock { $0.removeValue(forKey: key) } }
+            do {
+                try await limiter.acquire(ticket, priority: priority)
+            } catch {
+                content.finish(claim, error: error)
+                return
             }
-            guard item.version.content == content.contentVersion else {
-                throw ProviderError.versionNoLongerAvailable
-            }
-            guard content.isComplete else {
-                throw ProviderError.cannotSynchronize(
-                    reason: "fetch of \(identifier) ended after \(content.presentBytes) of \(content.size) bytes")
-            }
-            try await cache.commit(content)
-        } catch {
-            failed = true
-            logger.warning("fetch of \(identifier) failed: \(error)")
-            content.discardUncommitted()
-            content.failWaiters(with: error)
+            defer { limiter.release() }
+            await fetch(claim, of: content, version: version, name: name)
         }
-        statistics.fetchEnded(failed: failed)
-        _ = inFlight.withLock { $0.removeValue(forKey: content.fileNumber) }
+        running.withLock { running in
+            if running[key] != nil { running[key]?.task = task }
+        }
+    }
+
+    /// Waits for every fetch in flight to end (each is bounded by the remote bound), so that what
+    /// they brought is recorded before the mount goes away.
+    func drain() async {
+        while let tasks = running.withLock({ running in running.isEmpty ? nil : running.values.compactMap(\.task) }) {
+            if tasks.isEmpty {
+                try? await Task.sleep(for: .milliseconds(5))
+                continue
+            }
+            for task in tasks { await task.value }
+        }
+    }
+
+    private func fetch(_ claim: ContentClaim, of content: CachedContent, version: ItemVersion, name: String) async {
+        let download = statistics.fetchStarted(name: name, range: claim.range)
+        let progress = ProgressMark()
+        let sink = CacheSink(content: content, progress: progress, statistics: statistics, download: download)
+        let identifier = content.identifier
+        do {
+            if let partialProvider {
+                let alignment = cache.blockSize
+                let result = try await Deadline.run(limit: configuration.remoteTimeout, progress: progress) {
+                    try await partialProvider.fetchPartialContents(
+                        for: identifier, version: version, minimalRange: claim.range, aligningTo: alignment,
+                        options: [.strictVersioning], into: sink)
+                }
+                guard result.isValid(minimalRange: claim.range, alignment: alignment, size: content.size) else {
+                    throw ProviderError.cannotSynchronize(
+                        reason: "provider returned range \(result.retrievedRange) for \(claim.range) aligned to \(alignment)")
+                }
+                guard result.item.version.content == content.contentVersion else {
+                    throw ProviderError.versionNoLongerAvailable
+                }
+            } else {
+                let provider = self.provider
+                let item = try await Deadline.run(limit: configuration.remoteTimeout, progress: progress) {
+                    try await provider.fetchContents(for: identifier, version: version, into: sink)
+                }
+                guard item.version.content == content.contentVersion else {
+                    throw ProviderError.versionNoLongerAvailable
+                }
+            }
+            guard sink.written.contains(claim.range) else {
+                throw ProviderError.cannotSynchronize(
+                    reason: "fetch of \(claim.range) of \(identifier) delivered only \(sink.written.count) bytes")
+            }
+            // Readers were woken as their bytes landed; record the blocks durably before the claim
+            // ends, so a fetch that has ended is always on disk.
+            do {
+                try await cache.commit(content)
+            } catch {
+                logger.error("cannot record the cached blocks of \(identifier): \(error)")
+            }
+            content.finish(claim, error: nil)
+            statistics.fetchEnded(download, failed: false)
+        } catch {
+            logger.warning("fetch of \(claim.range) of \(identifier) failed: \(error)")
+            content.finish(claim, error: error, untrusted: sink.written)
+            statistics.fetchEnded(download, failed: true)
+        }
     }
 }

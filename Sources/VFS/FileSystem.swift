@@ -31,6 +31,7 @@ public final class FileSystem: FileSystemOperations {
     private let lister: DirectoryLister
     private let fetcher: ContentFetcher
     private let statistics = Statistics()
+    private let gate: ProcessGate
     private let openFiles = HandleTable<OpenFile>()
     private let openDirectories = HandleTable<OpenDirectory>()
 
@@ -65,10 +66,15 @@ public final class FileSystem: FileSystemOperations {
             provider: provider, store: store, configuration: configuration, statistics: statistics, logger: logger)
         self.fetcher = ContentFetcher(
             provider: provider, cache: cache, configuration: configuration, statistics: statistics, logger: logger)
+        self.gate = ProcessGate(names: configuration.nonMaterializingProcesses)
     }
 
     /// What the engine has done since mount.
-    public var statisticsSnapshot: StatisticsSnapshot { statistics.snapshot }
+    public var statisticsSnapshot: StatisticsSnapshot {
+        var snapshot = statistics.snapshot
+        snapshot.blocked = gate.refusalCounts
+        return snapshot
+    }
 
     // MARK: Connection
 
@@ -78,7 +84,9 @@ public final class FileSystem: FileSystemOperations {
         settings.readdirplus = true
     }
 
+    /// Lets running fetches end and record what they brought, then lets go of the provider.
     public func shutdown() async {
+        await fetcher.drain()
         await provider.invalidate()
     }
 
@@ -150,7 +158,9 @@ public final class FileSystem: FileSystemOperations {
             let record = try await self.record(inode)
             guard record.item.kind == .file else { throw Errno.isDirectory }
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw Errno.readOnlyFileSystem }
-            let handle = self.openFiles.insert(OpenFile(record: record))
+            let readAhead = ReadAheadWindow(
+                blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
+            let handle = self.openFiles.insert(OpenFile(record: record, readAhead: readAhead))
             // The content of a version never changes, so pages cached from an earlier open stay good.
             return OpenReply(handle: FileHandle(handle), keepCache: true)
         }
@@ -165,12 +175,27 @@ public final class FileSystem: FileSystemOperations {
             guard offset < item.size, size > 0 else { return .bytes([]) }
             let range = offset..<min(offset + UInt64(size), item.size)
             let content = try await file.cachedContent(in: self.cache)
+            let name = item.filename.description
             if content.isPresent(range) {
-                self.statistics.update { $0.reads.fromCache += 1 }
+                let blockSize = self.cache.blockSize
+                let blocks = Int((range.upperBound - 1) / blockSize - range.lowerBound / blockSize + 1)
+                self.statistics.update {
+                    $0.reads.fromCache += 1
+                    $0.reads.blocksFromCache += blocks
+                }
             } else {
+                if let blocked = self.gate.blockedName(of: context.pid) {
+                    self.gate.recordRefusal(of: blocked)
+                    throw Errno.deadlock
+                }
                 self.statistics.update { $0.reads.waited += 1 }
-                self.fetcher.startWholeFetch(of: content, version: item.version)
-                try await content.waitUntilPresent(range)
+                try await self.fetcher.ensurePresent(range, of: content, version: item.version, name: name)
+            }
+            if self.fetcher.fetchesBlocks {
+                let ahead = file.readAhead.withLock { $0.record(range, size: item.size) }
+                if !ahead.isEmpty, !content.isPresent(ahead), self.gate.blockedName(of: context.pid) == nil {
+                    self.fetcher.prefetch(ahead, of: content, version: item.version, name: name)
+                }
             }
             return .fileRange(file: CacheFileReference(content), offset: range.lowerBound, length: range.count)
         }

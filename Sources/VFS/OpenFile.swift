@@ -8,8 +8,13 @@ import Synchronization
 final class OpenFile: Sendable {
     let record: ItemRecord
     private let content = Mutex<CachedContent?>(nil)
+    /// This handle's read-ahead.
+    let readAhead: Mutex<ReadAheadWindow>
 
-    init(record: ItemRecord) { self.record = record }
+    init(record: ItemRecord, readAhead: ReadAheadWindow) {
+        self.record = record
+        self.readAhead = Mutex(readAhead)
+    }
 
     /// The cached content of this handle's version, opened on first use.
     func cachedContent(in cache: BlockCache) async throws -> CachedContent {

@@ -13,8 +13,10 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
     }
 
     public struct Reads: Sendable, Codable, Hashable {
-        /// Reads answered from bytes already local, and reads that waited for a fetch.
+        /// Reads answered from bytes already local, the blocks they touched, and reads that waited
+        /// for the remote.
         public var fromCache = 0
+        public var blocksFromCache = 0
         public var waited = 0
     }
 
@@ -24,31 +26,67 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
         public var pages = 0
     }
 
+    /// One content fetch in flight: which file, which bytes, how many have arrived.
+    public struct Download: Sendable, Codable, Hashable {
+        public var name: String
+        public var offset: UInt64
+        public var length: UInt64
+        public var received: UInt64
+    }
+
     public var fetches = Fetches()
     public var reads = Reads()
     public var listings = Listings()
+    public var downloads: [Download] = []
+    /// Reads refused to non-materializing processes, by process name.
+    public var blocked: [String: Int] = [:]
 }
 
 /// The live counters behind `StatisticsSnapshot`.
 final class Statistics: Sendable {
-    private let state = Mutex(StatisticsSnapshot())
+    private struct State {
+        var snapshot = StatisticsSnapshot()
+        var downloads: [UInt64: StatisticsSnapshot.Download] = [:]
+        var nextDownload: UInt64 = 0
+    }
+    /// Guards every counter.
+    private let state = Mutex(State())
 
-    var snapshot: StatisticsSnapshot { state.withLock { $0 } }
-
-    func update(_ body: (inout StatisticsSnapshot) -> Void) { state.withLock { body(&$0) } }
-
-    func fetchStarted() {
-        update {
-            $0.fetches.started += 1
-            $0.fetches.inFlight += 1
-            $0.fetches.maxInFlight = max($0.fetches.maxInFlight, $0.fetches.inFlight)
+    var snapshot: StatisticsSnapshot {
+        state.withLock { state in
+            var snapshot = state.snapshot
+            snapshot.downloads = state.downloads.sorted { $0.key < $1.key }.map(\.value)
+            return snapshot
         }
     }
 
-    func fetchEnded(failed: Bool) {
-        update {
-            $0.fetches.inFlight -= 1
-            if failed { $0.fetches.failed += 1 }
+    func update(_ body: (inout StatisticsSnapshot) -> Void) { state.withLock { body(&$0.snapshot) } }
+
+    /// Counts a provider fetch that begins; returns its number for progress and the end.
+    func fetchStarted(name: String, range: Range<UInt64>) -> UInt64 {
+        state.withLock { state in
+            state.snapshot.fetches.started += 1
+            state.snapshot.fetches.inFlight += 1
+            state.snapshot.fetches.maxInFlight = max(state.snapshot.fetches.maxInFlight, state.snapshot.fetches.inFlight)
+            state.nextDownload += 1
+            state.downloads[state.nextDownload] = .init(
+                name: name, offset: range.lowerBound, length: UInt64(range.count), received: 0)
+            return state.nextDownload
+        }
+    }
+
+    func fetchProgressed(_ download: UInt64, bytes: UInt64) {
+        state.withLock { state in
+            state.snapshot.fetches.bytes += bytes
+            state.downloads[download]?.received += bytes
+        }
+    }
+
+    func fetchEnded(_ download: UInt64, failed: Bool) {
+        state.withLock { state in
+            state.snapshot.fetches.inFlight -= 1
+            if failed { state.snapshot.fetches.failed += 1 }
+            state.downloads[download] = nil
         }
     }
 }

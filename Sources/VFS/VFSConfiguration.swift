@@ -9,6 +9,15 @@ public struct VFSConfiguration: Sendable {
     /// The bound on waiting for the remote: a call that makes no progress for this long fails
     /// with EHOSTDOWN (DESIGN §6).
     public var remoteTimeout: Duration = .seconds(30)
+    /// The alignment of partial fetches and of the cache's block map: a power of two from 4 KiB
+    /// to 64 MiB.
+    public var blockSize: UInt64 = 1 << 20
+    /// At most this many provider content fetches run at once (1...128).
+    public var pipelineDepth = 8
+    /// The largest read-ahead window of one handle.
+    public var maximumReadAhead: UInt64 = 64 << 20
+    /// Processes that may not cause downloads (exact names; see `ProcessGate`).
+    public var nonMaterializingProcesses: Set<String> = VFSConfiguration.defaultNonMaterializingProcesses
     /// The page size suggested to enumerators.
     public var suggestedPageSize = 1000
     /// Owner shown for every item: remotes have no Unix owners, so the mounting user owns all.
@@ -17,6 +26,9 @@ public struct VFSConfiguration: Sendable {
     /// The control socket's path, shown on the root as `user.fpfs.control` so that `fpfs status`
     /// finds the daemon from the mountpoint alone.
     public var controlSocketPath: String?
+
+    /// The common Linux indexers and thumbnailers (DESIGN §3).
+    public static var defaultNonMaterializingProcesses: Set<String> { ProcessGate.defaultNames }
 
     public init() {}
 }

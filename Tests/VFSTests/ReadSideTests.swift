@@ -61,7 +61,7 @@ struct ReadSideTests {
 
     @Test func readsReturnTheRemoteBytesAndChangeTheState() async throws {
         let remote = try makeRemote()
-        let vfs = try await VFSHarness.make(provider: remote)
+        let vfs = try await VFSHarness.make(provider: WholeFileProvider(inner: remote))
         let big = try await vfs.resolve("big.bin")
         #expect(try await vfs.xattr(big.inode, "user.fpfs.state") == "cloud")
         let opened = try await vfs.fileSystem.open(inode: big.inode, flags: O_RDONLY, context: vfs.context)
@@ -80,7 +80,7 @@ struct ReadSideTests {
     @Test func concurrentReadersShareOneFetch() async throws {
         let remote = try makeRemote()
         remote.configuration.fetchDelay = .milliseconds(200)
-        let vfs = try await VFSHarness.make(provider: remote)
+        let vfs = try await VFSHarness.make(provider: WholeFileProvider(inner: remote))
         let big = try await vfs.resolve("big.bin")
         let expected = remote.contents(of: remote.item(atPath: "big.bin")!.identifier)!
         try await withThrowingTaskGroup(of: [UInt8].self) { group in
@@ -92,10 +92,11 @@ struct ReadSideTests {
 
     @Test func inodesAndCachedContentSurviveARestart() async throws {
         let remote = try makeRemote()
-        let first = try await VFSHarness.make(provider: remote)
+        let first = try await VFSHarness.make(provider: WholeFileProvider(inner: remote))
         let before = try await first.resolve("docs/readme.txt").inode
         _ = try await first.readAll(before)
-        let again = try await VFSHarness.make(provider: remote, directory: first.directory)
+        await first.fileSystem.shutdown()
+        let again = try await VFSHarness.make(provider: WholeFileProvider(inner: remote), directory: first.directory)
         let after = try await again.resolve("docs/readme.txt").inode
         #expect(before == after)
         #expect(try await again.xattr(after, "user.fpfs.state") == "local")

@@ -15,7 +15,8 @@ struct VFSHarness {
     let context = RequestContext(uid: 0, gid: 0, pid: getpid())
 
     static func make(
-        provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5)
+        provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5),
+        pipelineDepth: Int = 8, nonMaterializing: Set<String> = []
     ) async throws -> VFSHarness {
         let directory =
             directory
@@ -26,6 +27,8 @@ struct VFSHarness {
             directory: FilePath(directory.appendingPathComponent("blocks").path), blockSize: 1 << 20, store: store)
         var configuration = VFSConfiguration()
         configuration.remoteTimeout = remoteTimeout
+        configuration.pipelineDepth = pipelineDepth
+        configuration.nonMaterializingProcesses = nonMaterializing
         let fileSystem = try await FileSystem.start(
             provider: provider, store: store, cache: cache, configuration: configuration,
             logger: Logger(label: "vfs-test"))

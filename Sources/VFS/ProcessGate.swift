@@ -1,0 +1,53 @@
+import Foundation
+import Synchronization
+
+/// Keeps listed processes from materializing content (DESIGN §3, the non-materializing process
+/// names of the File Provider model).
+///
+/// A process is listed when the file name of /proc/PID/exe, or /proc/PID/comm (which the kernel
+/// cuts to 15 bytes), equals a listed name exactly. Listed processes may stat, list, read xattrs and
+/// read bytes already local; a read that would need a download is refused with EDEADLK, and each
+/// refusal is counted by name for `fpfs status`.
+final class ProcessGate: Sendable {
+    /// The indexers and thumbnailers common on Linux desktops, which would otherwise download a
+    /// whole remote while crawling it.
+    static let defaultNames: Set<String> = [
+        "updatedb", "updatedb.plocate", "plocate", "mlocate", "locate",
+        "tracker-miner-fs", "tracker-miner-fs-3", "tracker-extract", "tracker-extract-3",
+        "localsearch-3", "localsearch-extractor-3", "localsearch",
+        "baloo_file", "baloo_file_extractor", "baloorunner",
+        "gnome-thumbnailer", "gnome-desktop-thumbnailer", "totem-video-thumbnailer", "evince-thumbnailer",
+        "gdk-pixbuf-thumbnailer", "ffmpegthumbnailer", "tumblerd", "kioworker", "thumbnail.so",
+    ]
+
+    let names: Set<String>
+    private let refusals = Mutex<[String: Int]>([:])
+
+    init(names: Set<String>) { self.names = names }
+
+    /// The listed name `pid` runs under, or nil when it may download.
+    func blockedName(of pid: Int32) -> String? {
+        guard !names.isEmpty, pid > 0 else { return nil }
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe") {
+            let name = (executable as NSString).lastPathComponent
+            if names.contains(name) { return name }
+            // A deleted or replaced executable reads as "NAME (deleted)".
+            if name.hasSuffix(" (deleted)"), names.contains(String(name.dropLast(" (deleted)".count))) {
+                return String(name.dropLast(" (deleted)".count))
+            }
+        }
+        if let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) {
+            let name = comm.trimmingCharacters(in: .newlines)
+            if names.contains(name) { return name }
+        }
+        return nil
+    }
+
+    /// Counts a refused read for `name`.
+    func recordRefusal(of name: String) {
+        refusals.withLock { $0[name, default: 0] += 1 }
+    }
+
+    /// Refused reads by process name.
+    var refusalCounts: [String: Int] { refusals.withLock { $0 } }
+}

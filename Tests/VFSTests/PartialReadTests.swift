@@ -1,0 +1,91 @@
+import FileProviderKit
+import Foundation
+import FuseKit
+import ProviderTesting
+import SystemPackage
+import Testing
+import VFS
+
+@Suite("VFS partial materialization, in-process against InMemoryProvider")
+struct PartialReadTests {
+    static let blockSize: UInt64 = 1 << 20
+
+    private func pattern(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 131) ^ Int(seed)) }
+    }
+
+    @Test func aSmallReadFarIntoALargeFileFetchesOnlyItsBlocks() async throws {
+        let remote = InMemoryProvider()
+        let contents = pattern(20 << 20)
+        _ = try remote.addFile(path: "large.bin", contents: contents)
+        let vfs = try await VFSHarness.make(provider: remote)
+        let file = try await vfs.resolve("large.bin")
+        let opened = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context)
+        let offset: UInt64 = 15 << 20 + 12345
+        let reply = try await vfs.fileSystem.read(
+            inode: file.inode, handle: opened.handle, offset: offset, size: 4096, context: vfs.context)
+        #expect(try VFSHarness.bytes(of: reply) == Array(contents[Int(offset)..<Int(offset) + 4096]))
+        let local = UInt64(try await vfs.xattr(file.inode, "user.fpfs.local_bytes"))!
+        #expect(local > 0 && local <= 2 * Self.blockSize)
+        #expect(try await vfs.xattr(file.inode, "user.fpfs.state") == "partial")
+        #expect(remote.recorder.count(.fetchContents) == 0)
+        for call in remote.recorder.calls(of: .fetchPartialContents) {
+            let range = try #require(call.range)
+            #expect(range.lowerBound % Self.blockSize == 0)
+        }
+        try await vfs.fileSystem.release(inode: file.inode, handle: opened.handle, flags: 0)
+        #expect(try await vfs.readAll(file.inode, chunk: 1 << 20) == contents)
+        #expect(try await vfs.xattr(file.inode, "user.fpfs.state") == "local")
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func thePipelineDepthBoundsConcurrentFetches(depth: Int) async throws {
+        let remote = InMemoryProvider(configuration: .init(fetchDelay: .milliseconds(100)))
+        for index in 0..<(4 * depth) { _ = try remote.addFile(path: "f\(index)", contents: pattern(300_000, seed: UInt8(index))) }
+        let vfs = try await VFSHarness.make(provider: remote, pipelineDepth: depth)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<(4 * depth) {
+                group.addTask {
+                    let file = try await vfs.resolve("f\(index)")
+                    let bytes = try await vfs.readAll(file.inode)
+                    #expect(bytes == pattern(300_000, seed: UInt8(index)))
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(remote.recorder.maximumFetchesInFlight == depth)
+        #expect(vfs.fileSystem.statisticsSnapshot.fetches.maxInFlight == depth)
+    }
+
+    @Test func sequentialReadsFetchAheadInParallelAndReturnTheRightBytes() async throws {
+        let remote = InMemoryProvider(configuration: .init(fetchDelay: .milliseconds(20)))
+        let contents = pattern(12 << 20)
+        _ = try remote.addFile(path: "seq.bin", contents: contents)
+        let vfs = try await VFSHarness.make(provider: remote, pipelineDepth: 8)
+        let file = try await vfs.resolve("seq.bin")
+        #expect(try await vfs.readAll(file.inode, chunk: 128 * 1024) == contents)
+        #expect(remote.recorder.maximumFetchesInFlight > 1, "read-ahead runs block fetches in parallel")
+        #expect(remote.recorder.bytesServed == UInt64(contents.count), "each block is fetched once")
+    }
+
+    @Test func aNonMaterializingProcessReadsOnlyWhatIsLocal() async throws {
+        let remote = InMemoryProvider()
+        _ = try remote.addFile(path: "cloud.txt", text: "in the cloud")
+        _ = try remote.addFile(path: "local.txt", text: "already here")
+        let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let ownName = (me as NSString).lastPathComponent
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vfs-\(UUID().uuidString)")
+        do {
+            let open = try await VFSHarness.make(provider: remote, directory: directory)
+            _ = try await open.readAll(try await open.resolve("local.txt").inode)
+            await open.fileSystem.shutdown()
+        }
+        let fetchesBefore = remote.recorder.count(.fetchPartialContents)
+        let gated = try await VFSHarness.make(provider: remote, directory: directory, nonMaterializing: [ownName])
+        #expect(try await gated.readAll(try await gated.resolve("local.txt").inode) == Array("already here".utf8))
+        let cloud = try await gated.resolve("cloud.txt")
+        await #expect(throws: Errno.deadlock) { _ = try await gated.readAll(cloud.inode) }
+        #expect(remote.recorder.count(.fetchPartialContents) == fetchesBefore)
+        #expect(gated.fileSystem.statisticsSnapshot.blocked[ownName] == 1)
+    }
+}
