@@ -39,9 +39,4 @@ static inline struct fuse_bufvec cfuse_bufvec_fd(int fd, off_t pos, size_t size)
     return bufv;
 }
 
-/// fuse_log is variadic: this logs one preformatted string.
-static inline void cfuse_log(enum fuse_log_level level, const char *message) {
-    fuse_log(level, "%s", message);
-}
-
 #endif

@@ -8,7 +8,8 @@ import SystemPackage
 /// `mount()` creates the libfuse session and mounts it; `run()` serves requests on a dedicated
 /// thread (never a cooperative one: reading /dev/fuse blocks) and returns when the session ends —
 /// on `fusermount3 -u`, SIGINT, SIGTERM or SIGHUP, or `unmount()`. It then waits for every request
-/// already taken to be answered, unmounts, and calls the filesystem's `shutdown()`.
+/// already taken to be answered, unmounts, destroys the libfuse session and calls the
+/// filesystem's `shutdown()`.
 ///
 /// The loop is `fuse_session_loop` with one difference: it polls /dev/fuse with a short timeout.
 /// `fuse_session_exit` (called by libfuse's signal handlers and by `unmount()`) only sets a flag,
@@ -101,6 +102,10 @@ public final class FuseSession: Sendable {
             thread.name = "fpfs-fuse"
             thread.start()
         }
+        // Here rather than in libfuse's destroy callback: that one is skipped when the session
+        // ends before the kernel's INIT arrives, and it could only wait for an async shutdown by
+        // blocking.
+        await context.operations.shutdown()
         if status < 0 { throw .sessionFailed(Errno(rawValue: -status)) }
     }
 
@@ -145,7 +150,6 @@ public final class FuseSession: Sendable {
         context.inFlight.wait()
         state.withLock { $0 = .ended }
         fuse_session_unmount(session.raw)
-        // Calls the destroy operation, which runs the filesystem's shutdown().
         fuse_session_destroy(session.raw)
         return status
     }

@@ -1,5 +1,4 @@
 import CFuse
-import Dispatch
 import Foundation
 
 // The C callbacks libfuse calls, one top-level function per operation (closures that capture
@@ -9,11 +8,11 @@ import Foundation
 // needs — names, fuse_file_info fields, write buffers all die with the callback — counts the
 // request as in flight, and starts a task that calls the filesystem and replies.
 
-/// The operation table for `fuse_session_new`.
+/// The operation table for `fuse_session_new`. There is no destroy callback: `FuseSession.run`
+/// calls `shutdown()` itself once the session has ended, whether or not INIT ever arrived.
 func makeLowLevelOperations() -> fuse_lowlevel_ops {
     var operations = fuse_lowlevel_ops()
     operations.`init` = fuseInit
-    operations.destroy = fuseDestroy
     operations.lookup = fuseLookup
     operations.forget = fuseForget
     operations.forget_multi = fuseForgetMulti
@@ -110,18 +109,6 @@ private func handle(_ info: UnsafeMutablePointer<fuse_file_info>?) -> FileHandle
 private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ connection: UnsafeMutablePointer<fuse_conn_info>?) {
     guard let connection else { return }
     SessionContext.from(userdata).operations.configure(&connection.pointee)
-}
-
-/// Runs `shutdown` to completion before libfuse frees the session. This is the session thread
-/// (inside `fuse_session_destroy`), never a cooperative one, so waiting here is allowed.
-private func fuseDestroy(_ userdata: UnsafeMutableRawPointer?) {
-    let operations = SessionContext.from(userdata).operations
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        await operations.shutdown()
-        done.signal()
-    }
-    done.wait()
 }
 
 extension FileSystemOperations {
