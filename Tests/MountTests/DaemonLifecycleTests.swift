@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension MountTests {
+    /// The daemon ends cleanly on SIGTERM, and a mount left stale by kill -9 is recovered by the
+    /// next `fpfs mount` without help.
+    @Suite("The daemon's life and death")
+    struct DaemonLifecycleTests {
+        /// A small remote with a file and a folder, in the scratch directory.
+        static func makeRemote(_ scratch: Scratch) throws {
+            try scratch.writeRemote("a.txt", "alpha\n")
+            try scratch.writeRemote("sub/b.txt", "beta\n")
+        }
+
+        @Test("SIGTERM to the daemon unmounts cleanly and the daemon exits")
+        func sigtermUnmounts() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try Self.makeRemote(scratch)
+            let mount = try await TestMount.start(remote: scratch.remote, in: scratch)
+            defer { mount.unmount() }
+            try await Command(["cat", "--", mount.path("sub/b.txt")]).check()
+            let daemon = try #require(mount.daemon, "no pid in \(mount.cacheDir)/daemon.pid")
+            #expect(try await mount.status().pid == daemon.pid, "fpfs status and daemon.pid disagree")
+
+            daemon.send(SIGTERM)
+            #expect(await daemon.waitForExit(timeout: .seconds(15)), "the daemon still runs 15 s after SIGTERM")
+            #expect(await Self.waitUntilUnmounted(mount.mountpoint), "still in /proc/mounts after SIGTERM")
+        }
+
+        @Test("after kill -9 of the daemon, fpfs mount on the same mountpoint recovers and works")
+        func recoversAfterKill9() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try Self.makeRemote(scratch)
+            let first = try await TestMount.start(remote: scratch.remote, in: scratch)
+            defer { first.unmount() }
+            try await Command(["cat", "--", first.path("a.txt")]).check()
+            let daemon = try #require(first.daemon, "no pid in \(first.cacheDir)/daemon.pid")
+
+            daemon.send(SIGKILL)
+            #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
+            // The kernel keeps the dead mount: access now fails with ENOTCONN until someone cleans up.
+            let stale = await Command(["ls", first.mountpoint], timeout: .seconds(20)).run()
+            #expect(!stale.succeeded, "ls of a mount whose daemon was killed succeeded: \(stale)")
+
+            let second = try await TestMount.start(remote: scratch.remote, in: scratch)
+            defer { second.unmount() }
+            let listing = try await Command(["ls", "-A", second.mountpoint], timeout: .seconds(20)).check()
+            #expect(listing.lines == ["a.txt", "sub"])
+            let read = try await Command(["cat", "--", second.path("sub/b.txt")]).check()
+            #expect(read.stdout == "beta\n")
+            #expect(
+                MountTable.entries(at: second.mountpoint).count == 1,
+                "the stale mount was stacked on, not replaced: \(MountTable.entries(at: second.mountpoint))")
+        }
+
+        /// Polls /proc/mounts: true once nothing is mounted at `mountpoint`.
+        static func waitUntilUnmounted(_ mountpoint: String, timeout: Duration = .seconds(10)) async -> Bool {
+            let deadline = ContinuousClock.now + timeout
+            while MountTable.isMounted(mountpoint) {
+                if ContinuousClock.now >= deadline { return false }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            return true
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+extension MountTests {
+    /// A provider that throws or hangs gives the reader the errno of DESIGN §6 within the bound,
+    /// never a hung tool, and the daemon keeps serving the other files meanwhile and afterwards.
+    @Suite("Provider faults reach readers as errno")
+    struct FaultTests {
+        static let faults = "hang:fetch:hang.bin;error=noSuchItem:fetch:gone.bin;error=notAuthenticated:fetch:denied.bin"
+
+        @Test("cat of a hung, vanished or forbidden fetch fails with EHOSTDOWN, ENOENT, EACCES; others read")
+        func faultsBecomeErrno() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let payload = String(repeating: "fpfs fault test\n", count: 4096)
+            for name in ["hang.bin", "gone.bin", "denied.bin"] { try scratch.writeRemote(name, payload) }
+            try scratch.writeRemote("ok.txt", "still served\n")
+            try scratch.writeRemote("later.txt", "served after the faults\n")
+            let mount = try await TestMount.start(
+                remote: scratch.remote, in: scratch, options: ["--remote-timeout", "2", "--inject-faults", Self.faults])
+            defer { mount.unmount() }
+
+            // The hung fetch: cat must fail with EHOSTDOWN once --remote-timeout has passed, not hang.
+            async let hung = Command(["cat", "--", mount.path("hang.bin")], timeout: .seconds(30)).run()
+            try await Task.sleep(for: .milliseconds(300))
+            // Meanwhile another file is served.
+            let during = await Command(["cat", "--", mount.path("ok.txt")], timeout: .seconds(30)).run()
+            #expect(during.succeeded && during.stdout == "still served\n", "while a fetch hangs: \(during)")
+            let hang = await hung
+            #expect(!hang.timedOut, "cat of a hung fetch never returned: \(hang)")
+            #expect(hang.status != 0, "cat of a hung fetch succeeded")
+            #expect(hang.stderr.contains("Host is down"), "expected EHOSTDOWN: \(hang)")
+            #expect(hang.duration < .seconds(10), "EHOSTDOWN took \(hang.duration) with --remote-timeout 2")
+
+            for (name, message) in [("gone.bin", "No such file or directory"), ("denied.bin", "Permission denied")] {
+                let output = await Command(["cat", "--", mount.path(name)], timeout: .seconds(30)).run()
+                #expect(!output.timedOut && output.status != 0, "cat \(name): \(output)")
+                #expect(output.stderr.contains(message), "cat \(name) should fail with \(message): \(output)")
+            }
+
+            let later = await Command(["cat", "--", mount.path("later.txt")], timeout: .seconds(30)).run()
+            #expect(later.succeeded && later.stdout == "served after the faults\n", "after the faults: \(later)")
+            let listing = await Command(["ls", "-A", mount.mountpoint], timeout: .seconds(30)).run()
+            #expect(listing.lines == ["denied.bin", "gone.bin", "hang.bin", "later.txt", "ok.txt"], "\(listing)")
+            #expect(try await mount.status().fetches.failed >= 3, "fpfs status does not count the failed fetches")
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs an ordinary tool as a child process and captures what it printed and how it ended.
+///
+/// Mount tests drive the real filesystem through real tools, and a broken filesystem makes tools
+/// hang; so every run has a deadline after which the child's whole process group is killed and the
+/// test fails instead of hanging. Output goes to unlinked temporary files rather than pipes, so a
+/// daemon that inherits the descriptors cannot keep the test waiting for end-of-file. Tools run
+/// with `LC_ALL=C`, so messages ("Host is down") and sort orders are the same on every machine.
+struct Command: Sendable, CustomStringConvertible {
+    /// How a finished (or killed) tool ended and what it printed.
+    struct Output: Sendable, CustomStringConvertible {
+        var command: String
+        /// The exit status, or 128 + the signal number when a signal ended the tool.
+        var status: Int32
+        /// The signal that ended the tool, if one did.
+        var signal: Int32?
+        /// The deadline passed and the tool was killed.
+        var timedOut: Bool
+        var duration: Duration
+        var stdoutData: Data
+        var stderrData: Data
+
+        var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
+        var stderr: String { String(decoding: stderrData, as: UTF8.self) }
+        var succeeded: Bool { status == 0 && !timedOut }
+
+        /// Non-empty lines of stdout.
+        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+
+        var description: String {
+            var text = "`\(command)` "
+            if timedOut {
+                text += "timed out after \(duration) and was killed"
+            } else if let signal {
+                text += "was killed by signal \(signal)"
+            } else {
+                text += "exited \(status)"
+            }
+            let err = stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !err.isEmpty { text += "; stderr: \(err.prefix(2000))" }
+            return text
+        }
+    }
+
+    var arguments: [String]
+    var directory: String?
+    var timeout: Duration
+
+    init(_ arguments: [String], in directory: String? = nil, timeout: Duration = .seconds(60)) {
+        precondition(!arguments.isEmpty, "a command needs a program")
+        self.arguments = arguments
+        self.directory = directory
+        self.timeout = timeout
+    }
+
+    /// A bash script (with pipefail), for pipelines; `arguments` become `$1`, `$2`, ….
+    static func bash(
+        _ script: String, _ arguments: String..., in directory: String? = nil, timeout: Duration = .seconds(60)
+    ) -> Command {
+        Command(["bash", "-o", "pipefail", "-c", script, "bash"] + arguments, in: directory, timeout: timeout)
+    }
+
+    var description: String {
+        arguments.map { $0.contains(" ") || $0.isEmpty ? "'\($0)'" : $0 }.joined(separator: " ")
+    }
+
+    /// Runs the tool on a thread of its own, so waiting never holds a Swift concurrency thread.
+    func run() async -> Output {
+        await withCheckedContinuation { continuation in
+            let command = self
+            Thread { continuation.resume(returning: command.runBlocking()) }.start()
+        }
+    }
+
+    /// Runs the tool and throws unless it exited 0 before its deadline.
+    @discardableResult
+    func check() async throws -> Output {
+        let output = await run()
+        guard output.succeeded else { throw MountTestFailure("\(output)") }
+        return output
+    }
+
+    /// Runs the tool, blocking the calling thread; for `defer` blocks, which cannot await.
+    func runBlocking() -> Output {
+        let start = ContinuousClock.now
+        let stdoutFile = Self.unlinkedTemporaryFile()
+        let stderrFile = Self.unlinkedTemporaryFile()
+        defer {
+            close(stdoutFile)
+            close(stderrFile)
+        }
+        var output = Output(
+            command: description, status: 127, signal: nil, timedOut: false, duration: .zero, stdoutData: Data(),
+            stderrData: Data())
+
+        guard let pid = spawn(stdout: stdoutFile, stderr: stderrFile, output: &output) else { return output }
+
+        let watchdog = Watchdog(pid: pid)
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { watchdog.killIfRunning() }
+
+        // Wait without reaping first: until the watchdog is disarmed the pid (and its process group)
+        // must not be recycled, or the watchdog could kill a stranger.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0, errno == EINTR {}
+        let timedOut = watchdog.disarm()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+
+        output.duration = ContinuousClock.now - start
+        output.timedOut = timedOut
+        if status & 0x7f == 0 {
+            output.status = (status >> 8) & 0xff
+        } else {
+            output.signal = status & 0x7f
+            output.status = 128 + (status & 0x7f)
+        }
+        output.stdoutData = Self.contents(of: stdoutFile)
+        output.stderrData = Self.contents(of: stderrFile)
+        return output
+    }
+
+    /// Starts the child in a process group of its own with default signal handling, stdin from
+    /// /dev/null. Returns nil (and fills `output`) when it cannot start.
+    private func spawn(stdout: Int32, stderr: Int32, output: inout Output) -> pid_t? {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaulted = sigset_t()
+        sigemptyset(&defaulted)
+        for signal in [SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGALRM, SIGUSR1, SIGUSR2, SIGCHLD] {
+            sigaddset(&defaulted, signal)
+        }
+        posix_spawnattr_setsigdefault(&attributes, &defaulted)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["LC_ALL"] = "C"
+        environment["TZ"] = "UTC"
+        // posix_spawn_file_actions_addchdir_np needs _GNU_SOURCE, which Swift's Glibc module lacks.
+        var arguments = arguments
+        if let directory { arguments = ["/bin/sh", "-c", "cd -- \"$0\" && exec \"$@\"", directory] + arguments }
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+        guard result == 0 else {
+            output.stderrData = Data("cannot start \(arguments[0]): \(String(cString: strerror(result)))".utf8)
+            return nil
+        }
+        return pid
+    }
+
+    /// A temporary file already unlinked, so nothing is left behind whatever happens.
+    private static func unlinkedTemporaryFile() -> Int32 {
+        var template = Array("\(TestRoot.path)/output.XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        precondition(fd >= 0, "cannot create a temporary file under \(TestRoot.path): \(errno)")
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        return fd
+    }
+
+    /// What the child wrote, read from the start of the file (at most 256 MiB).
+    private static func contents(of fd: Int32) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var offset: off_t = 0
+        while data.count < 256 << 20 {
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+            offset += off_t(count)
+        }
+        return data
+    }
+}
+
+/// Kills a child's process group when its deadline passes, unless the child has already ended.
+private final class Watchdog: @unchecked Sendable {
+    private let pid: pid_t
+    /// Guards `finished` and `fired`.
+    private let lock = NSLock()
+    private var finished = false
+    private var fired = false
+
+    init(pid: pid_t) { self.pid = pid }
+
+    func killIfRunning() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !finished else { return }
+        fired = true
+        kill(-pid, SIGKILL)
+    }
+
+    /// Marks the child finished; returns whether the watchdog had already fired.
+    func disarm() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        finished = true
+        return fired
+    }
+}

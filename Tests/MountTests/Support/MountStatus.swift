@@ -1,0 +1,14 @@
+/// What `fpfs status MOUNTPOINT --json` reports; only the fields the tests read.
+struct MountStatus: Decodable, Sendable {
+    /// Counters of content fetches from the provider since the mount started.
+    struct Fetches: Decodable, Sendable {
+        var started: Int
+        var inFlight: Int
+        var maxInFlight: Int
+        var bytes: Int
+        var failed: Int
+    }
+
+    var pid: Int32
+    var fetches: Fetches
+}
