@@ -35,27 +35,48 @@ public final class FileSystem: FileSystemOperations {
     private let openFiles = HandleTable<OpenFile>()
     private let openDirectories = HandleTable<OpenDirectory>()
 
+    /// True when the remote could not be reached at start and the mount serves what the store
+    /// and cache hold (DESIGN §5, offline).
+    public let isOffline: Bool
+
     /// Starts a filesystem over `provider`: asks it for the root item (under the remote bound)
-    /// and records it as inode 1.
+    /// and records it as inode 1. When the remote cannot be reached but the store knows the root
+    /// from an earlier mount, starts offline instead.
     public static func start(
         provider: any FileProvider, store: MetadataStore, cache: BlockCache, configuration: VFSConfiguration,
         logger: Logger
     ) async throws -> FileSystem {
-        var root = try await Deadline.run(limit: configuration.remoteTimeout) {
-            try await provider.item(for: .rootContainer)
+        let record: ItemRecord
+        var isOffline = false
+        do {
+            var root = try await Deadline.run(limit: configuration.remoteTimeout) {
+                try await provider.item(for: .rootContainer)
+            }
+            root.identifier = .rootContainer
+            root.parentIdentifier = .rootContainer
+            record = try await store.saveRoot(root)
+        } catch let error where Self.meansUnreachable(error) {
+            guard let known = try await store.record(inode: InodeNumber.root.rawValue) else { throw error }
+            logger.warning("the remote cannot be reached (\(error)); starting offline")
+            record = known
+            isOffline = true
         }
-        root.identifier = .rootContainer
-        root.parentIdentifier = .rootContainer
-        let record = try await store.saveRoot(root)
         return FileSystem(
             provider: provider, store: store, cache: cache, root: record, configuration: configuration,
-            logger: logger)
+            isOffline: isOffline, logger: logger)
+    }
+
+    private static func meansUnreachable(_ error: any Error) -> Bool {
+        if error is RemoteTimeout { return true }
+        if case ProviderError.serverUnreachable = error { return true }
+        return false
     }
 
     private init(
         provider: any FileProvider, store: MetadataStore, cache: BlockCache, root: ItemRecord,
-        configuration: VFSConfiguration, logger: Logger
+        configuration: VFSConfiguration, isOffline: Bool, logger: Logger
     ) {
+        self.isOffline = isOffline
         self.provider = provider
         self.store = store
         self.cache = cache
