@@ -164,8 +164,12 @@ public final class CachedContent: Sendable {
         }
     }
 
-    /// Stores fetched bytes at `offset` and wakes the readers they satisfy.
-    public func write(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64) async throws {
+    /// Stores fetched bytes at `offset` and wakes the readers they satisfy. `accept` is asked
+    /// under the lock, after the bytes are in the file, whether they still count: a fetch that
+    /// has been abandoned must not make bytes present.
+    public func write(
+        _ bytes: some ContiguousBytes & Sendable, at offset: UInt64, accept: () -> Bool = { true }
+    ) async throws {
         let count = bytes.withUnsafeBytes { $0.count }
         guard offset + UInt64(count) <= size else {
             throw ProviderError.cannotSynchronize(
@@ -177,7 +181,8 @@ public final class CachedContent: Sendable {
                 _ = try descriptor.writeAll(toAbsoluteOffset: Int64(offset), buffer)
             }
         }
-        let ready = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+        let ready = try state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard accept() else { throw CancellationError() }
             state.landed.insert(offset..<offset + UInt64(count))
             return Self.takeSatisfiedWaiters(from: &state)
         }

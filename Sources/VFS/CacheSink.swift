@@ -11,7 +11,8 @@ final class CacheSink: ContentSink {
     let progress: ProgressMark
     let statistics: Statistics
     let download: UInt64
-    private let writtenRanges = Mutex(ByteRanges())
+    /// Guards what this fetch wrote, and whether the fetch has ended (later writes are refused).
+    private let state = Mutex((written: ByteRanges(), isClosed: false))
 
     init(content: CachedContent, progress: ProgressMark, statistics: Statistics, download: UInt64) {
         self.content = content
@@ -21,13 +22,22 @@ final class CacheSink: ContentSink {
     }
 
     /// The bytes this fetch has written.
-    var written: ByteRanges { writtenRanges.withLock { $0 } }
+    var written: ByteRanges { state.withLock { $0.written } }
+
+    /// Ends the fetch: from now on writes are refused and make nothing present, even from a
+    /// provider that ignored cancellation and is still running.
+    func close() { state.withLock { $0.isClosed = true } }
 
     func write(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64) async throws {
         try Task.checkCancellation()
-        try await content.write(bytes, at: offset)
         let count = bytes.withUnsafeBytes { UInt64($0.count) }
-        writtenRanges.withLock { $0.insert(offset..<offset + count) }
+        try await content.write(bytes, at: offset) {
+            state.withLock { state in
+                guard !state.isClosed else { return false }
+                state.written.insert(offset..<offset + count)
+                return true
+            }
+        }
         statistics.fetchProgressed(download, bytes: count)
         progress.touch()
     }

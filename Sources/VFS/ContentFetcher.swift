@@ -122,6 +122,7 @@ final class ContentFetcher: Sendable {
         let progress = ProgressMark()
         let sink = CacheSink(content: content, progress: progress, statistics: statistics, download: download)
         let identifier = content.identifier
+        defer { sink.close() }
         do {
             if let partialProvider {
                 let alignment = cache.blockSize
@@ -161,6 +162,7 @@ final class ContentFetcher: Sendable {
             statistics.fetchEnded(download, failed: false)
         } catch {
             logger.warning("fetch of \(claim.range) of \(identifier) failed: \(error)")
+            sink.close()
             content.finish(claim, error: error, untrusted: sink.written)
             statistics.fetchEnded(download, failed: true)
         }
