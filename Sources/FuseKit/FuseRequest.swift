@@ -18,6 +18,9 @@ struct FuseRequest: @unchecked Sendable {
         return RequestContext(uid: context.uid, gid: context.gid, pid: context.pid)
     }
 
+    /// The request's address: its key among the running tasks.
+    var key: UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(raw))) }
+
     /// The session this request arrived on (its userdata).
     var session: SessionContext { SessionContext.from(fuse_req_userdata(raw)) }
 }

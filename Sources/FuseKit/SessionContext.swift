@@ -1,5 +1,6 @@
 import CFuse
 import Dispatch
+import Synchronization
 
 /// What every callback of one session needs, handed to libfuse as its userdata.
 ///
@@ -13,6 +14,10 @@ final class SessionContext: Sendable {
     /// Replies that read from a file descriptor block on I/O, so they run here, off the
     /// cooperative pool. Concurrent, so a slow disk read does not hold up the others.
     let blockingReplies = DispatchQueue(label: "fpfs.fuse.replies", attributes: .concurrent)
+    /// The task answering each request, by the request's address, so that the kernel's INTERRUPT
+    /// (the caller got a signal) can cancel it. An entry lives from the callback until just
+    /// before the reply, while the address cannot belong to another request.
+    let tasks = Mutex<[UInt: Task<Void, Never>]>([:])
 
     init(operations: any FileSystemOperations) {
         self.operations = operations

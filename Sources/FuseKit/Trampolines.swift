@@ -51,7 +51,8 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
 // MARK: - Plumbing
 
 /// Answers `raw` from a new task: `operation` runs against the filesystem, `reply` sends what it
-/// returned; a thrown error is answered by `Reply.fail`.
+/// returned; a thrown error is answered by `Reply.fail`. The task is cancelled if the kernel
+/// interrupts the request.
 private func respond<Value: Sendable>(
     _ raw: OpaquePointer?,
     _ operation: @escaping @Sendable (any FileSystemOperations, RequestContext) async throws -> Value,
@@ -61,19 +62,36 @@ private func respond<Value: Sendable>(
     let context = request.context
     let session = request.session
     session.inFlight.enter()
-    Task {
-        let outcome: Result<Value, any Error>
-        do {
-            outcome = .success(try await operation(session.operations, context))
-        } catch {
-            outcome = .failure(error)
-        }
-        let answer = Reply(request)
-        switch outcome {
-        case .success(let value): reply(answer, value)
-        case .failure(let error): answer.fail(error)
+    // Before the task exists, since the task's reply frees the request. Interrupts are handled
+    // on this thread, so none can slip in before the task is registered; one that came with the
+    // request (libfuse then calls fuseInterrupt at once, finding no task) the task sees itself.
+    fuse_req_interrupt_func(raw, fuseInterrupt, Unmanaged.passUnretained(session).toOpaque())
+    // Registered under the lock the task takes to unregister, so it cannot finish first.
+    session.tasks.withLock { tasks in
+        tasks[request.key] = Task {
+            let outcome: Result<Value, any Error>
+            do {
+                if fuse_req_interrupted(request.raw) != 0 { throw CancellationError() }
+                outcome = .success(try await operation(session.operations, context))
+            } catch {
+                outcome = .failure(error)
+            }
+            session.tasks.withLock { _ = $0.removeValue(forKey: request.key) }
+            let answer = Reply(request)
+            switch outcome {
+            case .success(let value): reply(answer, value)
+            case .failure(let error): answer.fail(error)
+            }
         }
     }
+}
+
+/// The kernel's INTERRUPT for a request: cancel its task, which then answers (EINTR when it
+/// gives up with a CancellationError). Called on the session thread.
+private func fuseInterrupt(_ raw: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?) {
+    let request = FuseRequest(raw)
+    // Cancelled outside the lock: cancellation handlers run right here.
+    SessionContext.from(userdata).tasks.withLock { $0[request.key] }?.cancel()
 }
 
 /// `respond` for operations that answer with success alone.

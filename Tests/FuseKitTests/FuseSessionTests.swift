@@ -152,6 +152,25 @@ struct FuseSessionTests {
         }
     }
 
+    @Test func interruptCancelsTheOperation() async throws {
+        try await Mount.with { mount in
+            let getfattr = Process()
+            getfattr.executableURL = URL(fileURLWithPath: "/usr/bin/getfattr")
+            getfattr.arguments = ["-n", "user.slow", mount.path("hello.txt")]
+            getfattr.standardError = Foundation.FileHandle.nullDevice
+            try getfattr.run()
+            for _ in 0..<100 where mount.fileSystem.counters.withLock({ $0.slowCalls }) == 0 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            // A killed caller makes the kernel send INTERRUPT, then wait for the answer.
+            kill(getfattr.processIdentifier, SIGKILL)
+            let started = ContinuousClock.now
+            try await Mount.offPool { getfattr.waitUntilExit() }
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(mount.fileSystem.counters.withLock { $0.cancelledCalls } == 1)
+        }
+    }
+
     @Test func fusermountEndsTheSessionAndShutsDown() async throws {
         var notifier: FuseNotifier?
         let fileSystem = try await Mount.with { mount in

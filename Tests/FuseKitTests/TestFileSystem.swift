@@ -12,6 +12,7 @@ typealias FileHandle = FuseKit.FileHandle
 ///     /hello.txt   bytes (xattr user.note)      /big.bin   served as a file range
 ///     /link -> hello.txt                        /many/     1000 files
 ///     /sink        accepts writes               /boom      lookup throws a non-Errno error
+///     xattr user.slow on any file waits until the request is interrupted
 final class TestFileSystem: FileSystemOperations {
     static let hello = InodeNumber(2)
     static let big = InodeNumber(3)
@@ -26,6 +27,8 @@ final class TestFileSystem: FileSystemOperations {
         var readdirplusCalls = 0
         var largestWrite = 0
         var shutdowns = 0
+        var slowCalls = 0
+        var cancelledCalls = 0
         var helloSize: UInt64 = 0
     }
 
@@ -91,6 +94,17 @@ final class TestFileSystem: FileSystemOperations {
             return .negative(timeout: timeout)
         }
         return try entry(child.inode)
+    }
+
+    /// Waits far longer than any test, unless the kernel interrupts the request.
+    private func waitForInterrupt() async throws {
+        counters.withLock { $0.slowCalls += 1 }
+        do {
+            try await Task.sleep(for: .seconds(30))
+        } catch {
+            counters.withLock { $0.cancelledCalls += 1 }
+            throw error
+        }
     }
 
     func forget(inode: InodeNumber, count: UInt64) async {}
@@ -160,6 +174,7 @@ final class TestFileSystem: FileSystemOperations {
     func access(inode: InodeNumber, mask: Int32, context: RequestContext) async throws {}
 
     func getxattr(inode: InodeNumber, name: String, context: RequestContext) async throws -> [UInt8] {
+        if name == "user.slow" { try await waitForInterrupt() }
         guard inode == Self.hello && name == "user.note" else { throw Errno.noData }
         return Self.note
     }
