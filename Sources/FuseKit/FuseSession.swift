@@ -33,6 +33,8 @@ public final class FuseSession: Sendable {
     private enum State {
         case created
         case mounted(SessionPointer)
+        /// `unmount()` came before `run()`; `run()` still owes the filesystem its `shutdown()`.
+        case unmountedBeforeRun
         case running(SessionPointer)
         case ended
     }
@@ -90,12 +92,24 @@ public final class FuseSession: Sendable {
     }
 
     /// Serves requests until the session ends, then unmounts and shuts the filesystem down.
-    /// Throws `.notMounted` unless `mount()` succeeded and `run()` was not called before.
+    /// Returns at once (after `shutdown()`) if `unmount()` came first. Throws `.notMounted`
+    /// unless `mount()` succeeded and `run()` was not called before.
     public func run() async throws(FuseError) {
-        let session = try state.withLock { state throws(FuseError) -> SessionPointer in
-            guard case .mounted(let session) = state else { throw .notMounted }
-            state = .running(session)
-            return session
+        let session = try state.withLock { state throws(FuseError) -> SessionPointer? in
+            switch state {
+            case .mounted(let session):
+                state = .running(session)
+                return session
+            case .unmountedBeforeRun:
+                state = .ended
+                return nil
+            case .created, .running, .ended:
+                throw .notMounted
+            }
+        }
+        guard let session else {
+            await context.operations.shutdown()
+            return
         }
         let status = await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: self.serve(session)) }
@@ -110,16 +124,16 @@ public final class FuseSession: Sendable {
     }
 
     /// Ends the session from the program: `run()` returns within a moment, after unmounting.
-    /// A session mounted but never run is unmounted at once. Safe to call more than once.
+    /// A session not yet running is unmounted at once. Safe to call more than once.
     public func unmount() {
         state.withLock { state in
             switch state {
-            case .created, .ended:
+            case .created, .unmountedBeforeRun, .ended:
                 return
             case .mounted(let session):
                 fuse_session_unmount(session.raw)
                 fuse_session_destroy(session.raw)
-                state = .ended
+                state = .unmountedBeforeRun
             case .running(let session):
                 fuse_session_exit(session.raw)
             }
@@ -134,7 +148,7 @@ public final class FuseSession: Sendable {
         state.withLock { state in
             switch state {
             case .mounted(let session), .running(let session): body(session.raw)
-            case .created, .ended: nil
+            case .created, .unmountedBeforeRun, .ended: nil
             }
         }
     }

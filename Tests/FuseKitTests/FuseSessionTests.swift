@@ -211,6 +211,21 @@ struct FuseSessionTests {
         #expect(handler.__sigaction_handler.sa_handler == nil)
     }
 
+    @Test func unmountBeforeRunStillEndsCleanly() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fpfs-fusekit-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fileSystem = try TestFileSystem(directory: directory)
+        let session = FuseSession(operations: fileSystem, mountpoint: directory.path, fsname: Mount.fsname)
+        try session.mount()
+        defer { session.unmount() }
+        session.unmount()
+        #expect(!(try String(contentsOfFile: "/proc/mounts", encoding: .utf8).contains(Mount.fsname)))
+        try await session.run()
+        #expect(fileSystem.counters.withLock { $0.shutdowns } == 1)
+        await #expect(throws: FuseError.notMounted) { try await session.run() }
+    }
+
     @Test func mountFailsClearly() async throws {
         let session = FuseSession(
             operations: try TestFileSystem(directory: FileManager.default.temporaryDirectory),
