@@ -1,1 +1,0 @@
-// ProviderTesting — under construction
