@@ -79,7 +79,8 @@ public struct Entry: Sendable, Hashable {
     public var attributeTimeout: Duration
     public var entryTimeout: Duration
 
-    public init(attributes: FileAttributes, generation: UInt64 = 0, attributeTimeout: Duration, entryTimeout: Duration) {
+    public init(attributes: FileAttributes, generation: UInt64 = 0, attributeTimeout: Duration, entryTimeout: Duration)
+    {
         self.attributes = attributes
         self.generation = generation
         self.attributeTimeout = attributeTimeout

@@ -316,7 +316,8 @@ private func fuseCreate(
 }
 
 private func fuseRead(
-    _ raw: OpaquePointer?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
+    _ raw: OpaquePointer?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
+    _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     let handle = handle(info)
     respond(
@@ -379,13 +380,15 @@ private func fuseOpendir(_ raw: OpaquePointer?, _ ino: fuse_ino_t, _ info: Unsaf
 }
 
 private func fuseReaddir(
-    _ raw: OpaquePointer?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
+    _ raw: OpaquePointer?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
+    _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     readdir(raw, ino, size, offset, info, isPlus: false)
 }
 
 private func fuseReaddirplus(
-    _ raw: OpaquePointer?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
+    _ raw: OpaquePointer?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
+    _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     readdir(raw, ino, size, offset, info, isPlus: true)
 }

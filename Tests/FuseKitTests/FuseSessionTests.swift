@@ -38,7 +38,9 @@ struct FuseSessionTests {
             let listing = try await Mount.run("ls", "-l", mount.path("many"))
             let lines = listing.output.split(separator: "\n").filter { $0.hasPrefix("-") }
             #expect(lines.count == TestFileSystem.manyCount)
-            let names = try await Mount.offPool { try FileManager.default.contentsOfDirectory(atPath: mount.path("many")) }
+            let names = try await Mount.offPool {
+                try FileManager.default.contentsOfDirectory(atPath: mount.path("many"))
+            }
             #expect(names.sorted() == (0..<TestFileSystem.manyCount).map { String(format: "file-%04d", $0) })
             let counters = mount.fileSystem.counters.withLock { $0 }
             #expect(counters.readdirplusCalls > 2)
@@ -70,7 +72,9 @@ struct FuseSessionTests {
 
     @Test func readlink() async throws {
         try await Mount.with { mount in
-            let target = try await Mount.offPool { try FileManager.default.destinationOfSymbolicLink(atPath: mount.path("link")) }
+            let target = try await Mount.offPool {
+                try FileManager.default.destinationOfSymbolicLink(atPath: mount.path("link"))
+            }
             #expect(target == "hello.txt")
             let followed = try await Mount.run("cat", mount.path("link"))
             #expect(followed.output == "hello, fuse\n")

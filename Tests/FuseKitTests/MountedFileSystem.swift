@@ -26,7 +26,8 @@ struct MountedFileSystem: Sendable {
         defer { session.unmount() }
         let outcome: Swift.Result<Result, any Error>
         do {
-            outcome = .success(try await body(MountedFileSystem(mountpoint: mountpoint, fileSystem: fileSystem, session: session)))
+            outcome = .success(
+                try await body(MountedFileSystem(mountpoint: mountpoint, fileSystem: fileSystem, session: session)))
         } catch {
             outcome = .failure(error)
         }

@@ -71,8 +71,10 @@ final class TestFileSystem: FileSystemOperations {
     private func children(_ directory: InodeNumber) throws -> [(name: String, inode: InodeNumber)] {
         switch directory {
         case .root:
-            return [("hello.txt", Self.hello), ("big.bin", Self.big), ("link", Self.link), ("many", Self.many),
-                    ("sink", Self.sink)]
+            return [
+                ("hello.txt", Self.hello), ("big.bin", Self.big), ("link", Self.link), ("many", Self.many),
+                ("sink", Self.sink),
+            ]
         case Self.many:
             return (0..<Self.manyCount).map { (String(format: "file-%04d", $0), InodeNumber(1000 + UInt64($0))) }
         default:
@@ -158,7 +160,9 @@ final class TestFileSystem: FileSystemOperations {
         let isPlus = buffer.isPlus
         counters.withLock { isPlus ? ($0.readdirplusCalls += 1) : ($0.readdirCalls += 1) }
         for (index, child) in try children(inode).enumerated().dropFirst(Int(offset)) {
-            guard buffer.append(name: Array(child.name.utf8), entry: try entry(child.inode), nextOffset: UInt64(index + 1))
+            guard
+                buffer.append(
+                    name: Array(child.name.utf8), entry: try entry(child.inode), nextOffset: UInt64(index + 1))
             else { return }
         }
     }
