@@ -9,7 +9,18 @@ import Synchronization
 /// that snapshot and a new walk. Snapshots are files in the state directory when the engine gives
 /// one, so anchors survive a restart of the provider, and live in memory otherwise. Only the newest
 /// few are kept; a token naming an older one gets `syncAnchorExpired` (or `pageExpired`).
+///
+/// A walk cannot see an item created and deleted between two snapshots, yet the engine may have
+/// learned of it from a folder listing meanwhile. So the store also remembers the identifiers
+/// listings and creations handed out, and each snapshot records, as tombstones, those of them its
+/// walk no longer found; changes between two snapshots report the tombstones in between as deleted.
 final class SnapshotStore: Sendable {
+    /// One saved state: the items a walk found, and the tombstones described above.
+    struct Snapshot: Codable, Sendable {
+        var items: [Item]
+        var tombstones: [ItemIdentifier]
+    }
+
     /// How many snapshots are kept; enough for a listing and a change enumeration to overlap.
     static let retained = 8
 
@@ -23,7 +34,9 @@ final class SnapshotStore: Sendable {
         /// The sequence number of the newest snapshot; 0 before the first.
         var newest: Int
         /// Snapshots held in memory: all retained ones without a directory, else the newest only.
-        var cached: [Int: [Item]] = [:]
+        var cached: [Int: Snapshot] = [:]
+        /// Identifiers handed out by listings and creations since the last walk began.
+        var handedOut: Set<ItemIdentifier> = []
     }
 
     /// Opens the store in `directory` (created when missing), or in memory when nil. Blocks.
@@ -46,17 +59,30 @@ final class SnapshotStore: Sendable {
         state = Mutex(State(newest: saved.max() ?? 0))
     }
 
-    /// Keeps `items` as a new snapshot and returns its sequence number. Blocks.
-    func save(_ items: [Item]) throws -> Int {
+    /// Remembers identifiers the engine learned outside the working set (see the type's documentation).
+    func noteHandedOut(_ identifiers: some Sequence<ItemIdentifier>) {
+        state.withLock { $0.handedOut.formUnion(identifiers) }
+    }
+
+    /// The identifiers handed out since the last call, to be checked by the walk about to begin.
+    func takeHandedOut() -> Set<ItemIdentifier> {
+        state.withLock { state in
+            defer { state.handedOut = [] }
+            return state.handedOut
+        }
+    }
+
+    /// Keeps `snapshot` as the newest and returns its sequence number. Blocks.
+    func save(_ snapshot: Snapshot) throws -> Int {
         let keptInMemory = directory == nil ? Self.retained : 1
         let sequence = state.withLock { state in
             state.newest += 1
-            state.cached[state.newest] = items
+            state.cached[state.newest] = snapshot
             state.cached = state.cached.filter { $0.key > state.newest - keptInMemory }
             return state.newest
         }
         guard let directory else { return sequence }
-        try JSONEncoder().encode(items).write(to: file(sequence, in: directory), options: .atomic)
+        try JSONEncoder().encode(snapshot).write(to: file(sequence, in: directory), options: .atomic)
         for old in try FileManager.default.contentsOfDirectory(atPath: directory.path).compactMap(Self.sequence)
         where old <= sequence - Self.retained {
             try? FileManager.default.removeItem(at: file(old, in: directory))
@@ -65,16 +91,16 @@ final class SnapshotStore: Sendable {
     }
 
     /// The snapshot `sequence`, or nil when it was never made or is no longer kept. Blocks.
-    func load(_ sequence: Int) -> [Item]? {
+    func load(_ sequence: Int) -> Snapshot? {
         let (newest, cached) = state.withLock { ($0.newest, $0.cached[sequence]) }
         guard sequence > newest - Self.retained, sequence <= newest else { return nil }
         if let cached { return cached }
         guard let directory, let data = try? Data(contentsOf: file(sequence, in: directory)) else { return nil }
-        return try? JSONDecoder().decode([Item].self, from: data)
+        return try? JSONDecoder().decode(Snapshot.self, from: data)
     }
 
     /// The newest snapshot and its sequence number, if there is one. Blocks.
-    func newest() -> (sequence: Int, items: [Item])? {
+    func newest() -> (sequence: Int, snapshot: Snapshot)? {
         let newest = state.withLock { $0.newest }
         return load(newest).map { (newest, $0) }
     }

@@ -71,6 +71,19 @@ import Testing
         #expect(again.nextAnchor == changes.anchor)
     }
 
+    @Test func anItemListedAndDeletedBetweenAnchorsIsReportedDeleted() async throws {
+        let folder = try TestFolder()
+        let provider = try folder.provider()
+        let workingSet = try await provider.enumerator(for: .workingSet)
+        let anchor = try #require(try await workingSet.currentSyncAnchor())
+        try folder.write("brief", [1])
+        let brief = try #require(try await provider.child("brief"))  // the engine learns of it by a listing
+        try folder.remove("brief")
+        let changes = try await Enumeration.allChanges(of: workingSet, from: anchor)
+        #expect(changes.deleted == [brief.identifier])
+        #expect(changes.updated.isEmpty)
+    }
+
     @Test func longListsOfChangesComeInBatches() async throws {
         let folder = try TestFolder()
         let provider = try folder.provider()
