@@ -187,7 +187,8 @@ import Testing
         let file = try #require(try await provider.child("f"))
         try FileManager.default.moveItem(at: folder.url, to: folder.url.appendingPathExtension("away"))
         defer { try? FileManager.default.removeItem(at: folder.url.appendingPathExtension("away")) }
-        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: false)  // an empty mount point
+        // What an unmounted share leaves behind: an empty folder at the same path.
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: false)
         for identifier in [ItemIdentifier.rootContainer, file.identifier] {
             await #expect {
                 try await provider.item(for: identifier)
