@@ -65,7 +65,7 @@ extension InMemoryProvider {
         var offset = retrieved.lowerBound
         while offset < retrieved.upperBound {
             try Task.checkCancellation()
-            let end = min(offset + UInt64(settings.writeChunkSize), retrieved.upperBound)
+            let end = min(offset + UInt64(max(1, settings.writeChunkSize)), retrieved.upperBound)
             let piece = contents[Int(offset)..<Int(end)]
             try await sink.write(piece, at: offset)
             // Bytes the local copy already had did not cross the network.

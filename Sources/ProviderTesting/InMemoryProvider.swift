@@ -33,7 +33,7 @@ public final class InMemoryProvider: PartialContentFetching, IncrementalContentF
         ) {
             self.pageSize = pageSize
             self.fetchDelay = fetchDelay
-            self.writeChunkSize = max(1, writeChunkSize)
+            self.writeChunkSize = writeChunkSize
             self.supportsChangeEnumeration = supportsChangeEnumeration
             self.changeLogLimit = changeLogLimit
         }
