@@ -54,7 +54,7 @@ extension MountTests {
             try await Command(["find", root, "-ls"], timeout: .seconds(120)).check()
             try await Command.bash("find \"$1\" -print0 | xargs -0 stat -- >/dev/null", root).check()
             try await Command(["du", "-s", root], timeout: .seconds(120)).check()
-            try await Command(["getfattr", "-R", "-d", "--absolute-names", root], timeout: .seconds(120)).check()
+            try await Command(["getfattr", "-R", "-h", "-d", "--absolute-names", root], timeout: .seconds(120)).check()
             for file in [FixtureTree.mediumFile, FixtureTree.bigFile, FixtureTree.smallFile] {
                 // Opens for reading and closes without reading a byte.
                 try await Command(["dd", "if=" + mount.path(file), "of=/dev/null", "count=0", "status=none"]).check()
