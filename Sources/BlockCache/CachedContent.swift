@@ -45,6 +45,9 @@ public final class CachedContent: Sendable {
         var nextID: UInt64 = 0
         var isCommitting = false
         var needsCommit = false
+        /// Claims that failed lately: readers of these ranges get the same error at once for a
+        /// moment, so the kernel's retry of a failed read-ahead does not wait out the bound again.
+        var recentFailures: [(range: Range<UInt64>, error: any Error, time: ContinuousClock.Instant)] = []
 
         mutating func makeID() -> UInt64 {
             nextID += 1
@@ -52,6 +55,9 @@ public final class CachedContent: Sendable {
         }
     }
     private let state: Mutex<State>
+
+    /// How long a failed claim's error answers new readers of its range.
+    static let failureMemory: Duration = .seconds(1)
 
     init(record: ContentRecord, fileDescriptor: FileDescriptor, store: MetadataStore) {
         self.identifier = record.identifier
@@ -105,15 +111,27 @@ public final class CachedContent: Sendable {
         let waiterID = state.withLock { $0.makeID() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let claimed = state.withLock { state -> (new: [ContentClaim], depended: [ContentClaim])? in
-                    if state.landed.contains(wanted) { return nil }
+                let claimed = state.withLock { state -> Result<(new: [ContentClaim], depended: [ContentClaim])?, any Error> in
+                    if state.landed.contains(wanted) { return .success(nil) }
+                    let now = ContinuousClock.now
+                    state.recentFailures.removeAll { now - $0.time > Self.failureMemory }
+                    if let failure = state.recentFailures.first(where: { $0.range.overlaps(wanted) }) {
+                        return .failure(failure.error)
+                    }
                     let claimed = claim(wanted, granularity: granularity, in: &state)
                     let depended = claimed.new + claimed.joined
                     state.waiters[waiterID] = Waiter(
                         range: wanted, pendingClaims: Set(depended.map(\.id)), continuation: continuation)
-                    return (claimed.new, depended)
+                    return .success((claimed.new, depended))
                 }
-                guard let claimed else {
+                let outcome: (new: [ContentClaim], depended: [ContentClaim])?
+                do {
+                    outcome = try claimed.get()
+                } catch {
+                    continuation.resume(throwing: error)
+                    return
+                }
+                guard let claimed = outcome else {
                     continuation.resume()
                     return
                 }
@@ -201,6 +219,7 @@ public final class CachedContent: Sendable {
     public func finish(_ claim: ContentClaim, error: (any Error)?, untrusted: ByteRanges = ByteRanges()) {
         let outcome = state.withLock { state -> (woken: [CheckedContinuation<Void, any Error>], failed: [CheckedContinuation<Void, any Error>]) in
             state.claims[claim.id] = nil
+            if let error { state.recentFailures.append((claim.range, error, .now)) }
             if error != nil {
                 for range in untrusted.ranges + [claim.range] {
                     state.landed.remove(range)

@@ -1,0 +1,26 @@
+import Crypto
+import Foundation
+
+/// Where a mount keeps its state: the folder given with --cache-dir, or one derived from the
+/// remote's name, so that the same `fpfs mount` command finds the same cache again.
+enum CacheDirectory {
+    static func `default`(for remote: Remote) -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base =
+            environment["XDG_CACHE_HOME"].map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: environment["HOME"] ?? "/root").appendingPathComponent(".cache")
+        let digest = SHA256.hash(data: Data(remote.name.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+        let slug = String(
+            remote.name.map { $0.isLetter || $0.isNumber ? $0 : "-" }.drop { $0 == "-" }.suffix(40))
+        return base.appendingPathComponent("fpfs").appendingPathComponent("\(slug)-\(digest)")
+    }
+
+    /// The control socket's path: in the cache folder when it fits a socket address (108 bytes),
+    /// otherwise under /tmp, named by a digest of the cache folder.
+    static func controlSocket(in directory: URL) -> String {
+        let inside = directory.appendingPathComponent("control.sock").path
+        if inside.utf8.count < 100 { return inside }
+        let digest = SHA256.hash(data: Data(directory.path.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return "/tmp/fpfs-\(getuid())-\(digest).sock"
+    }
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+
+/// A failure the user can act on: printed as one line on stderr, exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+extension CommandFailure {
+    /// Prints the message and exits non-zero, the way every command ends on a user-facing error.
+    static func exit(_ message: String) -> ExitCode {
+        var standardError = StandardError()
+        print("fpfs: \(message)", to: &standardError)
+        return ExitCode.failure
+    }
+}
+
+/// stderr as a TextOutputStream.
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        FileHandleWriter.writeToStandardError(string)
+    }
+}
+
+import Foundation
+
+private enum FileHandleWriter {
+    static func writeToStandardError(_ string: String) {
+        FileHandle.standardError.write(Data(string.utf8))
+    }
+}

@@ -1,0 +1,52 @@
+import CFuse
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Talks to a mount's daemon over its control socket, found from the mountpoint.
+enum ControlClient {
+    /// Sends `command` to the daemon serving `mountpoint` and returns its JSON answer.
+    static func send(_ command: String, to mountpoint: String) throws -> Data {
+        let path = try socketPath(of: mountpoint)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw CommandFailure("cannot create a socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            throw CommandFailure("the daemon of \(mountpoint) does not answer: \(String(cString: strerror(errno)))")
+        }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let request = Array((command + "\n").utf8)
+        guard write(fd, request, request.count) == request.count else {
+            throw CommandFailure("cannot send to the daemon of \(mountpoint)")
+        }
+        var answer = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            answer.append(contentsOf: buffer.prefix(count))
+        }
+        return answer
+    }
+
+    /// The control socket's path, from the mount root's `user.fpfs.control` attribute.
+    static func socketPath(of mountpoint: String) throws -> String {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = getxattr(mountpoint, "user.fpfs.control", &buffer, buffer.count)
+        guard count > 0 else {
+            throw CommandFailure("\(mountpoint) is not an fpfs mount (or its daemon is gone)")
+        }
+        return String(decoding: buffer.prefix(count), as: UTF8.self)
+    }
+}

@@ -1,0 +1,118 @@
+import BlockCache
+import FileProviderKit
+import Foundation
+import FuseKit
+import Logging
+import MetadataStore
+import ProviderTesting
+import SystemPackage
+import VFS
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The mount itself, running in the foreground: opens the cache, starts the provider and the
+/// filesystem, mounts, tells the launcher it is ready, and serves until unmounted or signalled.
+struct Daemon {
+    let remote: Remote
+    let mountpoint: String
+    let cacheDirectory: URL
+    let remoteTimeout: Duration
+    let blockSize: UInt64
+    let pipelineDepth: Int
+    let nonMaterializing: Set<String>
+    let faultSpec: String?
+    let readyFD: Int32?
+
+    func run() async throws {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var logger = Logger(label: "fpfs")
+        logger.logLevel = .info
+        logger.info("mounting \(remote.name) on \(mountpoint), cache \(cacheDirectory.path)")
+
+        let store: MetadataStore
+        do {
+            store = try MetadataStore(file: cacheDirectory.appendingPathComponent("metadata.sqlite"))
+        } catch {
+            throw CommandFailure("cannot open the metadata store in '\(cacheDirectory.path)': \(error)")
+        }
+        if let known = try await store.setting("remote"), known != remote.name {
+            throw CommandFailure("the cache folder '\(cacheDirectory.path)' belongs to another remote (\(known))")
+        }
+        try await store.setSetting("remote", to: remote.name)
+
+        var provider = try remote.makeProvider(stateDirectory: cacheDirectory.appendingPathComponent("provider"))
+        if let faultSpec {
+            do {
+                provider = try FaultInjector(spec: faultSpec).wrap(provider)
+            } catch {
+                throw CommandFailure("bad --inject-faults: \(error)")
+            }
+        }
+        let cache = try await BlockCache(
+            directory: FilePath(cacheDirectory.appendingPathComponent("blocks").path), blockSize: blockSize,
+            store: store)
+
+        var configuration = VFSConfiguration()
+        configuration.remoteTimeout = remoteTimeout
+        configuration.blockSize = blockSize
+        configuration.pipelineDepth = pipelineDepth
+        configuration.nonMaterializingProcesses = nonMaterializing
+        configuration.uid = getuid()
+        configuration.gid = getgid()
+        let socketPath = CacheDirectory.controlSocket(in: cacheDirectory)
+        configuration.controlSocketPath = socketPath
+
+        let fileSystem: FileSystem
+        do {
+            fileSystem = try await FileSystem.start(
+                provider: provider, store: store, cache: cache, configuration: configuration, logger: logger)
+        } catch {
+            throw CommandFailure("cannot reach the remote \(remote.name): \(error)")
+        }
+        if fileSystem.isOffline {
+            let warning = "warning: the remote \(remote.name) cannot be reached; serving what is local"
+            logger.warning("\(warning)")
+            if let readyFD { Self.report(warning, to: readyFD, closing: false) }
+        }
+
+        let status = StatusReport.Context(
+            remote: remote.name, mountpoint: mountpoint, cacheDirectory: cacheDirectory.path,
+            offline: fileSystem.isOffline, pipelineDepth: pipelineDepth, blockSize: blockSize)
+        let control = try ControlServer(path: socketPath) { command in
+            switch command {
+            case "status": StatusReport(context: status, statistics: fileSystem.statisticsSnapshot).json()
+            default: Data("{\"error\":\"unknown command\"}".utf8)
+            }
+        }
+        defer { control.stop() }
+
+        let pidFile = cacheDirectory.appendingPathComponent("daemon.pid")
+        try? Data("\(getpid())\n".utf8).write(to: pidFile)
+        defer { try? FileManager.default.removeItem(at: pidFile) }
+
+        let session = FuseSession(
+            operations: fileSystem, mountpoint: mountpoint, fsname: "fpfs:\(remote.name)", subtype: "fpfs")
+        do {
+            try session.mount()
+        } catch {
+            throw CommandFailure("cannot mount on '\(mountpoint)': \(error)")
+        }
+        if let readyFD { Self.report("ready", to: readyFD) }
+        logger.info("mounted")
+        do {
+            try await session.run()
+        } catch {
+            logger.error("the FUSE session ended with an error: \(error)")
+        }
+        logger.info("unmounted")
+    }
+
+    /// Writes one line to the launcher's pipe, and closes it unless more lines follow.
+    static func report(_ line: String, to fd: Int32, closing: Bool = true) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if closing { close(fd) }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starts the mount daemon as a new process and waits for it to say it is ready.
+///
+/// The daemon is this executable run with `--foreground --ready-fd 3`, spawned with posix_spawn
+/// (no fork once threads exist) in a session of its own, stdin from /dev/null and its output to
+/// the log file. It writes "ready" or "error: MESSAGE" to fd 3; end of file without either means
+/// it died, and the log says why.
+enum DaemonLauncher {
+    /// Spawns the daemon and returns once it is ready; throws the daemon's message otherwise.
+    static func launch(arguments: [String], logFile: URL, timeout: Duration) throws {
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else { throw CommandFailure("cannot create a pipe: \(errno)") }
+        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
+        // Close-on-exec: only the dup2'ed copy (fd 3) reaches the daemon.
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+        defer { close(readEnd) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logFile.path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, posixSpawnSetSID)
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        close(writeEnd)
+        guard status == 0 else { throw CommandFailure("cannot start the daemon: \(String(cString: strerror(status)))") }
+
+        var message = readMessage(from: readEnd, timeout: timeout)
+        while let line = message, line.hasPrefix("warning: ") {
+            var standardError = StandardError()
+            print("fpfs: \(line)", to: &standardError)
+            message = readMessage(from: readEnd, timeout: timeout)
+        }
+        switch message {
+        case .some(let line) where line == "ready":
+            return
+        case .some(let line) where line.hasPrefix("error: "):
+            waitForExit(pid)
+            throw CommandFailure(String(line.dropFirst("error: ".count)))
+        case .some(let line):
+            kill(pid, SIGTERM)
+            throw CommandFailure("the daemon said '\(line)' (log: \(logFile.path))")
+        case .none:
+            var exitStatus: Int32 = 0
+            if waitpid(pid, &exitStatus, WNOHANG) == 0 {
+                kill(pid, SIGTERM)
+                throw CommandFailure("the daemon did not become ready in time (log: \(logFile.path))")
+            }
+            throw CommandFailure("the daemon exited before the mount was ready (log: \(logFile.path))")
+        }
+    }
+
+    /// glibc's POSIX_SPAWN_SETSID (2.26+), hidden from Swift behind _GNU_SOURCE: the daemon gets a
+    /// session of its own, so a terminal's hangup does not reach it.
+    private static let posixSpawnSetSID: Int16 = 0x80
+
+    /// The next line the daemon writes, or nil on end of file or timeout. Reads one byte at a
+    /// time so that nothing after the line is consumed.
+    private static func readMessage(from fd: Int32, timeout: Duration) -> String? {
+        var collected: [UInt8] = []
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let remaining = deadline - ContinuousClock.now
+            let milliseconds = Int32(max(1, remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+            guard poll(&poller, 1, milliseconds) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 1)
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            collected += buffer.prefix(count)
+            if let newline = collected.firstIndex(of: UInt8(ascii: "\n")) {
+                return String(decoding: collected[..<newline], as: UTF8.self)
+            }
+        }
+        return collected.isEmpty ? nil : String(decoding: collected, as: UTF8.self)
+    }
+
+    private static func waitForExit(_ pid: pid_t) {
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+    }
+}

@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import VFS
+
+/// `fpfs mount REMOTE MOUNTPOINT`: returns once the mount is usable, or fails with a message.
+struct MountCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Mount REMOTE (a folder path, file://, later webdav:// and s3://) on MOUNTPOINT.")
+
+    @Argument(help: "The remote: a folder path or file:///path[?delay=300ms&bandwidth=50MiB].")
+    var remote: String
+
+    @Argument(help: "An existing, empty folder to mount on.")
+    var mountpoint: String
+
+    @Option(help: "Where to keep the cache and metadata (default: derived from REMOTE under ~/.cache/fpfs).")
+    var cacheDir: String?
+
+    @Flag(help: "Stay attached to the terminal (for systemd and debugging).")
+    var foreground = false
+
+    @Option(help: "Seconds without progress from the remote before a request fails with EHOSTDOWN (1...3600).")
+    var remoteTimeout = 30
+
+    @Option(help: "Alignment of partial fetches and cache blocks: a power of two from 4KiB to 64MiB.")
+    var blockSize = "1MiB"
+
+    @Option(help: "At most this many content fetches in flight at once (1...128).")
+    var pipelineDepth = 8
+
+    @Option(
+        help: ArgumentHelp(
+            "Comma-separated process names that may not cause downloads ('' for none).",
+            discussion: "Default: common indexers and thumbnailers (updatedb, tracker, baloo, thumbnailers)."))
+    var nonMaterializing: String?
+
+    @Option(help: .hidden)
+    var injectFaults: String?
+
+    @Option(help: .hidden)
+    var readyFd: Int32?
+
+    func run() async throws {
+        do {
+            guard (1...3600).contains(remoteTimeout) else {
+                throw CommandFailure("--remote-timeout must be a whole number of seconds from 1 to 3600")
+            }
+            guard (1...128).contains(pipelineDepth) else {
+                throw CommandFailure("--pipeline-depth must be a whole number from 1 to 128")
+            }
+            let blockSize = try Self.parseBlockSize(self.blockSize)
+            let remote = try Remote(parsing: self.remote)
+            let cacheDirectory = cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
+                ?? CacheDirectory.default(for: remote)
+            if let reason = try remote.unreachableReason(),
+                !FileManager.default.fileExists(atPath: cacheDirectory.appendingPathComponent("metadata.sqlite").path)
+            {
+                throw CommandFailure(reason)
+            }
+            let mountpoint = try Mountpoint.prepare(self.mountpoint)
+            do {
+                try FileManager.default.createDirectory(at: cacheDirectory, withIntermediateDirectories: true)
+            } catch {
+                throw CommandFailure("cannot create the cache folder '\(cacheDirectory.path)': \(error.localizedDescription)")
+            }
+            if foreground {
+                let daemon = Daemon(
+                    remote: remote, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
+                    remoteTimeout: .seconds(remoteTimeout), blockSize: blockSize, pipelineDepth: pipelineDepth,
+                    nonMaterializing: nonMaterializingNames, faultSpec: injectFaults, readyFD: readyFd)
+                try await daemon.run()
+            } else {
+                var arguments = [
+                    "mount", self.remote, mountpoint, "--foreground", "--cache-dir", cacheDirectory.path,
+                    "--remote-timeout", String(remoteTimeout), "--block-size", self.blockSize,
+                    "--pipeline-depth", String(pipelineDepth), "--ready-fd", "3",
+                ]
+                if let nonMaterializing { arguments += ["--non-materializing", nonMaterializing] }
+                if let injectFaults { arguments += ["--inject-faults", injectFaults] }
+                try DaemonLauncher.launch(
+                    arguments: arguments, logFile: cacheDirectory.appendingPathComponent("fpfs.log"),
+                    timeout: .seconds(remoteTimeout + 30))
+            }
+        } catch let failure as CommandFailure {
+            if let readyFd { Daemon.report("error: \(failure.message)", to: readyFd) }
+            throw CommandFailure.exit(failure.message)
+        }
+    }
+
+    /// The names given with --non-materializing, or the default list.
+    private var nonMaterializingNames: Set<String> {
+        guard let nonMaterializing else { return VFSConfiguration.defaultNonMaterializingProcesses }
+        return Set(nonMaterializing.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+    }
+
+    /// A power of two from 4 KiB to 64 MiB, written as bytes or with KiB/MiB.
+    static func parseBlockSize(_ text: String) throws -> UInt64 {
+        let message = "--block-size must be a power of two from 4KiB to 64MiB (e.g. 4096, 64KiB, 1MiB), not '\(text)'"
+        guard let size = try? Remote.parseByteCount(text, option: "block size"),
+            size >= 4096, size <= 64 << 20, size & (size - 1) == 0
+        else { throw CommandFailure(message) }
+        return size
+    }
+}

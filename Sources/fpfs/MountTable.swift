@@ -1,0 +1,71 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What /proc/mounts says about a mountpoint, and the tools to clear a stale fpfs mount.
+enum MountTable {
+    struct Mount {
+        let source: String
+        let mountpoint: String
+        let type: String
+    }
+
+    /// The mounts in /proc/mounts (octal escapes such as \040 decoded).
+    static func mounts() -> [Mount] {
+        guard let text = try? String(contentsOfFile: "/proc/mounts", encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 3 else { return nil }
+            return Mount(source: unescape(fields[0]), mountpoint: unescape(fields[1]), type: String(fields[2]))
+        }
+    }
+
+    /// The mount at `path`, if any (the last one wins, as the kernel stacks them).
+    static func mount(at path: String) -> Mount? {
+        mounts().last { $0.mountpoint == path }
+    }
+
+    /// True when `path` is a FUSE mount whose daemon is gone ("Transport endpoint is not connected").
+    static func isStale(_ path: String) -> Bool {
+        var buffer = stat()
+        return stat(path, &buffer) != 0 && errno == ENOTCONN
+    }
+
+    /// Runs `fusermount3 -u` (lazily with `lazy`) on `path`; returns its stderr when it fails.
+    @discardableResult
+    static func fusermountUnmount(_ path: String, lazy: Bool = false) -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
+        process.arguments = (lazy ? ["-u", "-z"] : ["-u"]) + ["--", path]
+        let errorPipe = Pipe()
+        process.standardError = errorPipe
+        process.standardOutput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            return "cannot run fusermount3: \(error)"
+        }
+        let errorText = String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+            ? nil : errorText.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private static func unescape(_ field: Substring) -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(field.utf8)[...]
+        while let byte = iterator.popFirst() {
+            if byte == UInt8(ascii: "\\"), iterator.count >= 3,
+                let value = UInt8(String(decoding: iterator.prefix(3), as: UTF8.self), radix: 8)
+            {
+                bytes.append(value)
+                iterator = iterator.dropFirst(3)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

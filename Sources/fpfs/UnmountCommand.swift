@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `fpfs unmount MOUNTPOINT`: unmounts and waits for the daemon to finish.
+struct UnmountCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unmount", abstract: "Unmount an fpfs mount and wait for its daemon to exit.")
+
+    @Argument(help: "The mountpoint.")
+    var mountpoint: String
+
+    func run() async throws {
+        do {
+            let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
+            guard let mount = MountTable.mount(at: path), mount.type == "fuse.fpfs" else {
+                throw CommandFailure("'\(path)' is not an fpfs mount")
+            }
+            if MountTable.isStale(path) {
+                if let failure = MountTable.fusermountUnmount(path, lazy: true) {
+                    throw CommandFailure("cannot unmount '\(path)': \(failure)")
+                }
+                return
+            }
+            let pid = daemonPID(of: path)
+            if let failure = MountTable.fusermountUnmount(path) {
+                throw CommandFailure("cannot unmount '\(path)': \(failure)")
+            }
+            if let pid { try await waitForExit(pid) }
+        } catch let failure as CommandFailure {
+            throw CommandFailure.exit(failure.message)
+        }
+    }
+
+    private func daemonPID(of path: String) -> pid_t? {
+        guard let answer = try? ControlClient.send("status", to: path),
+            let report = try? JSONDecoder().decode(StatusReport.self, from: answer)
+        else { return nil }
+        return report.pid
+    }
+
+    /// Waits (up to 30 s) for the daemon to finish writing its state and exit.
+    private func waitForExit(_ pid: pid_t) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while kill(pid, 0) == 0 || errno != ESRCH {
+            guard ContinuousClock.now < deadline else {
+                throw CommandFailure("unmounted, but the daemon (pid \(pid)) is still running")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
