@@ -29,19 +29,9 @@ extension LocalProvider {
     ) async throws -> PartialFetchResult {
         let required = options.contains(.strictVersioning) ? version : nil
         let (file, item) = try await openForReading(identifier, requiring: required)
-        let range = Self.range(covering: minimalRange, aligningTo: max(alignment, 1), size: item.size)
+        let range = PartialFetchResult.alignedRange(covering: minimalRange, alignment: alignment, size: item.size)
         try await stream(file, of: item, range: range, into: sink)
         return PartialFetchResult(retrievedRange: range, item: item)
-    }
-
-    /// The smallest range of whole `alignment` blocks (the last one cut at end of file) that covers
-    /// the part of `wanted` inside the file.
-    static func range(covering wanted: Range<UInt64>, aligningTo alignment: UInt64, size: UInt64) -> Range<UInt64> {
-        let lower = min(wanted.lowerBound, size)
-        let upper = min(wanted.upperBound, size)
-        let start = lower / alignment * alignment
-        guard upper > start else { return start..<start }
-        return start..<min(size, (upper + alignment - 1) / alignment * alignment)
     }
 
     /// Opens a regular file for reading and describes it as of the open descriptor, so the item

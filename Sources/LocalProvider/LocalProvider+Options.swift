@@ -13,6 +13,7 @@ extension LocalProvider {
         /// survive a restart; nil keeps them in memory and every restart starts a new history.
         public var stateDirectory: URL?
 
+        /// Defaults: no delay, no limit, state in memory — a plain, fast local remote.
         public init(requestDelay: Duration = .zero, bandwidthLimit: UInt64? = nil, stateDirectory: URL? = nil) {
             self.requestDelay = requestDelay
             self.bandwidthLimit = bandwidthLimit

@@ -9,6 +9,7 @@ import Foundation
 /// `SnapshotStore`). Every file-system call runs on a Dispatch queue (`BlockingIO`), never on a
 /// cooperative thread. `Options` can make it as slow as a real remote.
 public final class LocalProvider: FileProvider, PartialContentFetching, Sendable {
+    /// The options the provider was opened with, for status displays.
     public let options: Options
     let tree: LocalTree
     let snapshots: SnapshotStore
@@ -32,6 +33,7 @@ public final class LocalProvider: FileProvider, PartialContentFetching, Sendable
         bandwidthLimiter = options.bandwidthLimit.map(BandwidthLimiter.init(bytesPerSecond:))
     }
 
+    /// The item as it is on disk now, found again by a walk if it was renamed behind our back.
     public func item(for identifier: ItemIdentifier) async throws -> Item {
         guard identifier != .workingSet, identifier != .trashContainer else {
             throw ProviderError.noSuchItem(identifier)
@@ -39,6 +41,8 @@ public final class LocalProvider: FileProvider, PartialContentFetching, Sendable
         return try await request { tree in try tree.item(at: tree.locate(identifier).path) }
     }
 
+    /// A paged lister for a folder, or the working-set enumerator that reports changes; there is
+    /// no trash (`featureUnsupported`), and a file cannot be listed (`cannotSynchronize`).
     public func enumerator(for container: ItemIdentifier) async throws -> any ItemEnumerator {
         switch container {
         case .workingSet:
