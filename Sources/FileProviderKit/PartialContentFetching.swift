@@ -45,3 +45,19 @@ extension PartialFetchResult {
         return wanted.isEmpty || (range.lowerBound <= wanted.lowerBound && range.upperBound >= wanted.upperBound)
     }
 }
+
+extension PartialFetchResult {
+    /// The smallest range that keeps the alignment contract and covers the part of `minimalRange`
+    /// inside a file of `size` bytes: start rounded down and end rounded up to `alignment`, cut at
+    /// the end of the file. What a provider should retrieve for a partial fetch.
+    public static func alignedRange(covering minimalRange: Range<UInt64>, alignment: UInt64, size: UInt64)
+        -> Range<UInt64>
+    {
+        let alignment = max(alignment, 1)
+        let lower = min(minimalRange.lowerBound, size)
+        let upper = min(minimalRange.upperBound, size)
+        let start = lower / alignment * alignment
+        guard upper > start else { return start..<start }
+        return start..<min(size, (upper + alignment - 1) / alignment * alignment)
+    }
+}

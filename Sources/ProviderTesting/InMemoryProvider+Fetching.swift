@@ -22,7 +22,7 @@ extension InMemoryProvider {
         guard alignment > 0 else { throw ProviderError.cannotSynchronize(reason: "alignment must be positive") }
         let strict = options.contains(.strictVersioning) ? version : nil
         let (item, range) = try await serve(call, strictVersion: strict, into: sink) { item in
-            Self.aligned(minimalRange, to: alignment, size: item.size)
+            PartialFetchResult.alignedRange(covering: minimalRange, alignment: alignment, size: item.size)
         }
         return PartialFetchResult(retrievedRange: range, item: item)
     }
@@ -34,14 +34,6 @@ extension InMemoryProvider {
         let existing = try await BlockingIO.read(existingContents)
         let call = RecordedCall(operation: .fetchIncrementalContents, identifier: identifier)
         return try await serve(call, reusing: existing, into: sink) { item in 0..<item.size }.item
-    }
-
-    /// The smallest range that keeps the alignment contract and covers `minimalRange` within the file.
-    static func aligned(_ minimalRange: Range<UInt64>, to alignment: UInt64, size: UInt64) -> Range<UInt64> {
-        let lower = min(minimalRange.lowerBound, size) / alignment * alignment
-        let wantedEnd = min(minimalRange.upperBound, size)
-        let upper = min(wantedEnd.isMultiple(of: alignment) ? wantedEnd : (wantedEnd / alignment + 1) * alignment, size)
-        return lower..<max(lower, upper)
     }
 
     /// Writes `range(item)` of a file into `sink`. Chunks equal to the same bytes of `existing` are

@@ -1,0 +1,18 @@
+import Dispatch
+
+/// Runs blocking system calls (file I/O, fsync, directory walks) off Swift's cooperative threads.
+///
+/// Providers and the engine must never block a cooperative thread: a stalled disk or a hung
+/// network share would starve every other task of the process. Work handed to `run` executes on a
+/// concurrent Dispatch queue, whose pool may add a thread while one blocks, and the caller awaits
+/// the result.
+public enum BlockingIO {
+    private static let queue = DispatchQueue(label: "fpfs.blocking-io", qos: .userInitiated, attributes: .concurrent)
+
+    /// Runs `work` on the blocking-I/O queue and returns its result (or rethrows its error).
+    public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
