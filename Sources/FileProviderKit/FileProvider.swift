@@ -31,6 +31,17 @@ public struct DeleteItemOptions: OptionSet, Hashable, Sendable {
 /// needs. The write half replays local changes: each call carries the version the change was based
 /// on, and a provider whose remote no longer holds that version throws `ProviderError.conflict`
 /// rather than overwrite.
+///
+/// Settled points of the contract:
+/// - A conflict is decided on the **content** part of the base version; metadata is last writer
+///   wins (a remote chmod must not turn a local edit into a conflict copy).
+/// - A directory's version may change when its children change; the engine does not use
+///   directory versions to detect conflicts.
+/// - `deleteItem` of an identifier the remote does not know throws `noSuchItem`; the engine takes
+///   that as done (a replay after a crash).
+/// - Changing a symlink's target may throw `featureUnsupported` (POSIX cannot do it in place);
+///   the engine then deletes and creates.
+/// - A cancelled call throws `CancellationError`, not a `ProviderError`.
 public protocol FileProvider: Sendable {
     /// The latest metadata of an item.
     func item(for identifier: ItemIdentifier) async throws -> Item

@@ -36,7 +36,9 @@ public protocol ItemEnumerator: Sendable {
     func enumerateItems(startingAt page: EnumerationPage, suggestedPageSize: Int) async throws -> ItemPage
 
     /// Changes since `anchor`. Throws `ProviderError.syncAnchorExpired` when the provider can no
-    /// longer tell, and `featureUnsupported` when it cannot report changes at all.
+    /// longer tell, and `featureUnsupported` when it cannot report changes at all. Deletions
+    /// include items created after the anchor that the engine may have learned from a listing
+    /// meanwhile: when in doubt, report a deletion (deleting an unknown identifier is harmless).
     func enumerateChanges(from anchor: SyncAnchor, suggestedPageSize: Int) async throws -> ChangeBatch
 
     /// The anchor of the remote's present state, to start reporting changes from.
