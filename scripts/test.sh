@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every fpfs test on a fresh Debian 12 machine (as root): installs the missing apt packages,
 # builds, runs `swift test` (XCTest and Swift Testing, all targets) and exits with its status.
-# Mount tests put their mounts under one temporary directory; whatever happens (failure, Ctrl-C,
-# SIGTERM) this script unmounts every fuse.fpfs mount left under it before exiting.
+# Tests put their temporary folders and mounts under one directory; whatever happens (failure,
+# Ctrl-C, SIGTERM) this script unmounts every fuse.fpfs mount left under it, then removes it.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +22,7 @@ test_pid=""
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
     local status=$?
-    trap - EXIT INT TERM
+    trap - EXIT HUP INT TERM
     if [[ -n "$test_pid" ]]; then
         # The whole process group of the test run: swift test, its test runner and their tools.
         kill -TERM -- "-$test_pid" 2>/dev/null || true
@@ -38,6 +38,7 @@ cleanup() {
     exit "$status"
 }
 trap cleanup EXIT
+trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -49,7 +50,8 @@ export FPFS_BINARY
 echo "== swift test" >&2
 # In the background so that a signal reaches the trap at once instead of after the tests finish,
 # and in a session of its own so that the trap can stop the whole test run by its process group.
-setsid swift test </dev/null &
+# TMPDIR puts every test's temporary folders (and so their mounts) where the trap looks.
+TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test </dev/null &
 test_pid=$!
 set +e
 wait "$test_pid"

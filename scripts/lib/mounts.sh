@@ -24,15 +24,16 @@ fpfs_unmount_under() {
     done < <(fpfs_mounts_under "$1")
 }
 
-# Sends SIGTERM to the daemons whose pid files (CACHE_DIR/daemon.pid) lie under DIR and that still
-# run fpfs: they were started by the tests under DIR, so stopping them by pid is safe.
+# Sends SIGTERM to the daemons whose pid files (CACHE_DIR/daemon.pid) lie under DIR and whose
+# executable is still fpfs: the tests under DIR started them, so stopping them by pid is safe.
 fpfs_stop_daemons_under() {
-    local pidfile pid
+    local pidfile pid exe
     [[ -d "$1" ]] || return 0
     while IFS= read -r -d '' pidfile; do
         pid="$(tr -dc '0-9' <"$pidfile")"
         [[ -n "$pid" ]] || continue
-        if [[ -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q fpfs; then
+        exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
+        if [[ "${exe##*/}" == "fpfs" ]]; then
             kill -TERM "$pid" 2>/dev/null || true
         fi
     done < <(find "$1" -xdev -name daemon.pid -type f -print0 2>/dev/null)
