@@ -36,7 +36,9 @@ extension MountTests {
             #expect(
                 after.started - before.started == 1,
                 "two readers of one cloud file started \(after.started - before.started) fetches")
-            #expect(after.bytes - before.bytes == size, "\(after.bytes - before.bytes) bytes fetched for a \(size)-byte file")
+            #expect(
+                after.bytes - before.bytes == size,
+                "\(after.bytes - before.bytes) bytes fetched for a \(size)-byte file")
             #expect(try await mount.xattr("user.fpfs.state", of: file) == "local")
         }
     }

@@ -6,7 +6,8 @@ extension MountTests {
     /// never a hung tool, and the daemon keeps serving the other files meanwhile and afterwards.
     @Suite("Provider faults reach readers as errno")
     struct FaultTests {
-        static let faults = "hang:fetch:hang.bin;error=noSuchItem:fetch:gone.bin;error=notAuthenticated:fetch:denied.bin"
+        static let faults =
+            "hang:fetch:hang.bin;error=noSuchItem:fetch:gone.bin;error=notAuthenticated:fetch:denied.bin"
 
         @Test("cat of a hung, vanished or forbidden fetch fails with EHOSTDOWN, ENOENT, EACCES; others read")
         func faultsBecomeErrno() async throws {

@@ -13,8 +13,7 @@ extension MountTests {
 
             let first = try await TestMount.start(remote: source, in: scratch)
             defer { first.unmount() }
-            let before = try await Self.inodes(
-                Command(["find", ".", "-mindepth", "1", "-printf", "%i %p\\0"], in: first.mountpoint, timeout: .seconds(120)))
+            let before = try await Self.inodes(Self.findInodes(in: first.mountpoint))
             #expect(before.count > FixtureTree.manyCount)
             let numbers = before.map { $0.prefix { $0 != " " } }
             #expect(Set(numbers).count == numbers.count, "different paths share an inode number")
@@ -27,11 +26,17 @@ extension MountTests {
             // lookup order cannot pass.
             let paths = before.map { String($0.drop { $0 != " " }.dropFirst()) }
             let reversed = try await Self.inodes(
-                Command(["stat", "--printf", "%i %n\\0", "--"] + paths.reversed(), in: second.mountpoint, timeout: .seconds(120)))
+                Command(
+                    ["stat", "--printf", "%i %n\\0", "--"] + paths.reversed(), in: second.mountpoint,
+                    timeout: .seconds(120)))
             LineComparison.expectEqual(reversed, before, "inode numbers after remount, looked up in reverse order")
-            let after = try await Self.inodes(
-                Command(["find", ".", "-mindepth", "1", "-printf", "%i %p\\0"], in: second.mountpoint, timeout: .seconds(120)))
+            let after = try await Self.inodes(Self.findInodes(in: second.mountpoint))
             LineComparison.expectEqual(after, before, "inode numbers after remount")
+        }
+
+        /// `find` printing `inode path\0` for everything below `root`.
+        static func findInodes(in root: String) -> Command {
+            Command(["find", ".", "-mindepth", "1", "-printf", "%i %p\\0"], in: root, timeout: .seconds(120))
         }
 
         /// Runs a tool that prints `inode path\0` records; returns them sorted bytewise.

@@ -33,7 +33,9 @@ extension MountTests {
             // every byte comes over once.
             let after = try await mount.status().fetches
             #expect(after.started > before.started, "cat of a cloud file started no fetch")
-            #expect(after.bytes - before.bytes == size, "cat of a \(size)-byte file fetched \(after.bytes - before.bytes) bytes")
+            #expect(
+                after.bytes - before.bytes == size,
+                "cat of a \(size)-byte file fetched \(after.bytes - before.bytes) bytes")
 
             try await Command(["cat", "--", mount.path(file)]).check()
             let again = try await mount.status().fetches
