@@ -43,7 +43,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 echo "== swift build (the first build takes several minutes)" >&2
-swift build --quiet
+swift build --build-tests --quiet
 FPFS_BINARY="$(swift build --show-bin-path)/fpfs"
 export FPFS_BINARY
 
@@ -51,7 +51,7 @@ echo "== swift test" >&2
 # In the background so that a signal reaches the trap at once instead of after the tests finish,
 # and in a session of its own so that the trap can stop the whole test run by its process group.
 # TMPDIR puts every test's temporary folders (and so their mounts) where the trap looks.
-TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test </dev/null &
+TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test --skip-build </dev/null &
 test_pid=$!
 set +e
 wait "$test_pid"
