@@ -62,8 +62,8 @@ public struct Item: Hashable, Sendable, Codable {
     public var kind: ItemKind
     /// Bytes of content; 0 for directories; the target's length for symlinks.
     public var size: UInt64
-    public var creationDate: Date?
-    public var contentModificationDate: Date
+    public var creationDate: Timestamp?
+    public var contentModificationDate: Timestamp
     /// POSIX permission bits (0o7777); the engine adds the file type.
     public var permissions: UInt16
     public var capabilities: ItemCapabilities
@@ -79,8 +79,8 @@ public struct Item: Hashable, Sendable, Codable {
         filename: Filename,
         kind: ItemKind,
         size: UInt64 = 0,
-        creationDate: Date? = nil,
-        contentModificationDate: Date = Date(timeIntervalSince1970: 0),
+        creationDate: Timestamp? = nil,
+        contentModificationDate: Timestamp = .epoch,
         permissions: UInt16? = nil,
         capabilities: ItemCapabilities = .all,
         version: ItemVersion,

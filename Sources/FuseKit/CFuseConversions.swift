@@ -13,10 +13,14 @@ extension Duration {
 }
 
 extension timespec {
-    init(_ date: Date) {
-        let interval = date.timeIntervalSince1970
-        let seconds = interval.rounded(.down)
-        self.init(tv_sec: Int(seconds), tv_nsec: Int((interval - seconds) * 1e9))
+    init(_ time: FileTime) {
+        self.init(tv_sec: Int(time.seconds), tv_nsec: Int(time.nanoseconds))
+    }
+}
+
+extension FileTime {
+    init(_ time: timespec) {
+        self.init(seconds: Int64(time.tv_sec), nanoseconds: UInt32(time.tv_nsec))
     }
 }
 

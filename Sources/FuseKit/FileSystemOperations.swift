@@ -77,12 +77,12 @@ public struct AttributeChanges: Sendable, Hashable {
     public var uid: UInt32?
     public var gid: UInt32?
     public var size: UInt64?
-    public var accessTime: Date?
-    public var modificationTime: Date?
+    public var accessTime: TimeChange?
+    public var modificationTime: TimeChange?
 
     public init(
         permissions: UInt16? = nil, uid: UInt32? = nil, gid: UInt32? = nil, size: UInt64? = nil,
-        accessTime: Date? = nil, modificationTime: Date? = nil
+        accessTime: TimeChange? = nil, modificationTime: TimeChange? = nil
     ) {
         self.permissions = permissions
         self.uid = uid

@@ -41,16 +41,16 @@ public struct FileAttributes: Sendable, Hashable {
     public var size: UInt64
     /// 512-byte blocks actually stored on this machine (`du`).
     public var blocks: UInt64
-    public var accessTime: Date
-    public var modificationTime: Date
-    public var changeTime: Date
+    public var accessTime: FileTime
+    public var modificationTime: FileTime
+    public var changeTime: FileTime
     /// The preferred I/O size (st_blksize).
     public var blockSize: UInt32
 
     public init(
         inode: InodeNumber, type: FileType, permissions: UInt16, linkCount: UInt32 = 1, uid: UInt32 = 0,
-        gid: UInt32 = 0, size: UInt64, blocks: UInt64, accessTime: Date, modificationTime: Date,
-        changeTime: Date, blockSize: UInt32 = 1 << 20
+        gid: UInt32 = 0, size: UInt64, blocks: UInt64, accessTime: FileTime, modificationTime: FileTime,
+        changeTime: FileTime, blockSize: UInt32 = 1 << 20
     ) {
         self.inode = inode
         self.type = type

@@ -214,23 +214,20 @@ private func fuseSetattr(
 
 private func attributeChanges(_ attributes: stat, _ toSet: Int32) -> AttributeChanges {
     func isSet(_ flag: Int32) -> Bool { toSet & flag != 0 }
-    func date(_ time: timespec) -> Date {
-        Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) / 1e9)
-    }
     var changes = AttributeChanges()
     if isSet(FUSE_SET_ATTR_MODE) { changes.permissions = UInt16(attributes.st_mode & 0o7777) }
     if isSet(FUSE_SET_ATTR_UID) { changes.uid = attributes.st_uid }
     if isSet(FUSE_SET_ATTR_GID) { changes.gid = attributes.st_gid }
     if isSet(FUSE_SET_ATTR_SIZE) { changes.size = UInt64(attributes.st_size) }
     if isSet(FUSE_SET_ATTR_ATIME_NOW) {
-        changes.accessTime = Date()
+        changes.accessTime = .now
     } else if isSet(FUSE_SET_ATTR_ATIME) {
-        changes.accessTime = date(attributes.st_atim)
+        changes.accessTime = .time(FileTime(attributes.st_atim))
     }
     if isSet(FUSE_SET_ATTR_MTIME_NOW) {
-        changes.modificationTime = Date()
+        changes.modificationTime = .now
     } else if isSet(FUSE_SET_ATTR_MTIME) {
-        changes.modificationTime = date(attributes.st_mtim)
+        changes.modificationTime = .time(FileTime(attributes.st_mtim))
     }
     return changes
 }

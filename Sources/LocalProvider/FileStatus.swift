@@ -10,24 +10,6 @@ import Glibc
 /// dlsym and its result read at the offsets of the kernel's stable `struct statx` ABI
 /// (include/uapi/linux/stat.h).
 struct FileStatus: Hashable, Sendable {
-    /// A point in time as the kernel stores it, kept exact for versions.
-    struct Timestamp: Hashable, Sendable {
-        var seconds: Int64
-        var nanoseconds: UInt32
-
-        var date: Date { Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9) }
-
-        init(seconds: Int64, nanoseconds: UInt32) {
-            self.seconds = seconds
-            self.nanoseconds = nanoseconds
-        }
-
-        init(_ date: Date) {
-            let seconds = date.timeIntervalSince1970.rounded(.down)
-            self.init(seconds: Int64(seconds), nanoseconds: UInt32((date.timeIntervalSince1970 - seconds) * 1e9))
-        }
-    }
-
     var device: UInt64
     var inode: UInt64
     var mode: UInt32

@@ -33,7 +33,7 @@ extension LocalProvider {
             }
             if fields.contains(.contentModificationDate) {
                 try POSIX.setModificationTime(
-                    tree.absolute(path), FileStatus.Timestamp(template.contentModificationDate))
+                    tree.absolute(path), template.contentModificationDate)
             }
             return try tree.item(at: path)
         }
@@ -91,7 +91,7 @@ extension LocalProvider {
                 }
             }
             if changedFields.contains(.contentModificationDate) {
-                try POSIX.setModificationTime(tree.absolute(path), FileStatus.Timestamp(item.contentModificationDate))
+                try POSIX.setModificationTime(tree.absolute(path), item.contentModificationDate)
             }
             return try tree.item(at: path)
         }
@@ -169,8 +169,8 @@ extension LocalProvider {
         try POSIX.setModificationTime(
             path,
             old.nanoseconds < 999_999_999
-                ? FileStatus.Timestamp(seconds: old.seconds, nanoseconds: old.nanoseconds + 1)
-                : FileStatus.Timestamp(seconds: old.seconds + 1, nanoseconds: 0))
+                ? Timestamp(seconds: old.seconds, nanoseconds: old.nanoseconds + 1)
+                : Timestamp(seconds: old.seconds + 1, nanoseconds: 0))
     }
 
     /// Copies the file at `source` (the engine's, so its failures are not the remote's) to the start
@@ -206,7 +206,7 @@ extension LocalProvider {
             return false
         }
         if fields.contains(.contentModificationDate),
-            abs(requested.contentModificationDate.timeIntervalSince(current.contentModificationDate)) > 1e-6
+            requested.contentModificationDate != current.contentModificationDate
         {
             return false
         }

@@ -100,7 +100,7 @@ enum POSIX {
     }
 
     /// Sets the modification time and leaves the access time alone; does not follow a symlink.
-    static func setModificationTime(_ path: [UInt8], _ time: FileStatus.Timestamp) throws(POSIXFailure) {
+    static func setModificationTime(_ path: [UInt8], _ time: Timestamp) throws(POSIXFailure) {
         let omit = timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)  // UTIME_OMIT, not imported by Swift
         let times = [omit, timespec(tv_sec: Int(time.seconds), tv_nsec: Int(time.nanoseconds))]
         _ = try retrying("utimensat", path) {

@@ -24,7 +24,7 @@ extension ItemRecord: FetchableRecord {
         guard let kind = ItemKind(rawValue: kindRaw) else {
             throw DatabaseError(message: "unknown item kind \(kindRaw)")
         }
-        let creation: Double? = row["creationDate"]
+        let creation: Int64? = row["creationDate"]
         let symlinkTarget: Data? = row["symlinkTarget"]
         self.inode = UInt64(row["inode"] as Int64)
         self.item = Item(
@@ -33,8 +33,8 @@ extension ItemRecord: FetchableRecord {
             filename: Filename(bytes: Array(row["filename"] as Data)),
             kind: kind,
             size: UInt64(row["size"] as Int64),
-            creationDate: creation.map { Date(timeIntervalSince1970: $0) },
-            contentModificationDate: Date(timeIntervalSince1970: row["modificationDate"]),
+            creationDate: creation.map { Timestamp(nanosecondsSince1970: $0) },
+            contentModificationDate: Timestamp(nanosecondsSince1970: row["modificationDate"]),
             permissions: UInt16(row["permissions"] as Int64),
             capabilities: ItemCapabilities(rawValue: UInt32(row["capabilities"] as Int64)),
             version: ItemVersion(
@@ -51,7 +51,7 @@ extension Item {
         let userInfoData = userInfo.isEmpty ? nil : try JSONEncoder().encode(userInfo)
         return [
             identifier.rawValue, parentIdentifier.rawValue, Data(filename.bytes), Int64(kind.rawValue),
-            Int64(size), creationDate?.timeIntervalSince1970, contentModificationDate.timeIntervalSince1970,
+            Int64(size), creationDate?.nanosecondsSince1970, contentModificationDate.nanosecondsSince1970,
             Int64(permissions), Int64(capabilities.rawValue), Data(version.content), Data(version.metadata),
             symlinkTarget.map { Data($0) }, userInfoData,
         ]

@@ -41,8 +41,8 @@ public final class MetadataStore: Sendable {
                       filename BLOB NOT NULL,
                       kind INTEGER NOT NULL,
                       size INTEGER NOT NULL,
-                      creationDate REAL,
-                      modificationDate REAL NOT NULL,
+                      creationDate INTEGER, -- nanoseconds since 1970, exact (Timestamp)
+                      modificationDate INTEGER NOT NULL,
                       permissions INTEGER NOT NULL,
                       capabilities INTEGER NOT NULL,
                       contentVersion BLOB NOT NULL,

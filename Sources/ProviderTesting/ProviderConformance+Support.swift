@@ -148,7 +148,7 @@ extension ProviderConformance {
         let template = Item(
             identifier: ItemIdentifier("fpfs-conformance-local-\(UUID().uuidString)"), parentIdentifier: parent,
             filename: Filename(name), kind: kind, size: UInt64(kind == .symlink ? target?.utf8.count ?? 0 : contents.count),
-            contentModificationDate: Date(), version: ItemVersion(content: [], metadata: []),
+            contentModificationDate: Timestamp.now, version: ItemVersion(content: [], metadata: []),
             symlinkTarget: target.map { Array($0.utf8) })
         let fields: ItemFields =
             switch kind {
@@ -167,7 +167,7 @@ extension ProviderConformance {
     func modifyContents(of item: Item, to contents: [UInt8], baseVersion: ItemVersion) async throws -> Item {
         var changed = item
         changed.size = UInt64(contents.count)
-        changed.contentModificationDate = Date()
+        changed.contentModificationDate = Timestamp.now
         return try await withContents(contents) { url in
             try await provider.modifyItem(
                 changed, baseVersion: baseVersion, changedFields: [.contents, .contentModificationDate], contents: url,

@@ -39,7 +39,7 @@ struct RemoteTree {
     init() {
         let root = Item(
             identifier: .rootContainer, parentIdentifier: .rootContainer, filename: "root", kind: .directory,
-            creationDate: Date(), contentModificationDate: Date(), capabilities: Self.capabilities,
+            creationDate: Timestamp.now, contentModificationDate: Timestamp.now, capabilities: Self.capabilities,
             version: ItemVersion(content: "c0", metadata: "m0"))
         nodes = [.rootContainer: Node(item: root)]
     }
@@ -89,7 +89,7 @@ struct RemoteTree {
         if let existing = parentNode.children[name] { throw .filenameCollision(existing: existing) }
         let identifier = ItemIdentifier("mem-\(nextIdentifier)")
         nextIdentifier += 1
-        let now = Date()
+        let now = Timestamp.now
         var item = Item(
             identifier: identifier, parentIdentifier: parent, filename: name, kind: kind,
             size: UInt64(kind == .symlink ? symlinkTarget?.count ?? 0 : contents.count), creationDate: now,
@@ -112,7 +112,7 @@ struct RemoteTree {
         nodes[identifier]?.contents = contents
         return update(identifier, contentChanged: true) {
             $0.size = UInt64(contents.count)
-            $0.contentModificationDate = Date()
+            $0.contentModificationDate = Timestamp.now
         }
     }
 

@@ -358,10 +358,11 @@ public final class FileSystem: FileSystemOperations {
             }
         let size = item.kind == .symlink ? UInt64(item.symlinkTarget?.count ?? 0) : item.size
         let local = localBytes(of: item)
+        let modified = FileTime(item.contentModificationDate)
         return FileAttributes(
             inode: InodeNumber(record.inode), type: type, permissions: item.permissions,
             linkCount: item.kind == .directory ? 2 : 1, uid: configuration.uid, gid: configuration.gid, size: size,
-            blocks: (local + 511) / 512, accessTime: item.contentModificationDate,
-            modificationTime: item.contentModificationDate, changeTime: item.contentModificationDate)
+            blocks: (local + 511) / 512, accessTime: modified,
+            modificationTime: modified, changeTime: modified)
     }
 }

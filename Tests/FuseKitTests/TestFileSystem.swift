@@ -51,7 +51,7 @@ final class TestFileSystem: FileSystemOperations {
     }
 
     private func attributes(_ inode: InodeNumber) -> FileAttributes? {
-        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        let now = FileTime(seconds: 1_700_000_000)
         func file(_ type: FuseKit.FileType, _ size: UInt64, _ permissions: UInt16 = 0o644) -> FileAttributes {
             FileAttributes(
                 inode: inode, type: type, permissions: permissions, size: size, blocks: (size + 511) / 512,

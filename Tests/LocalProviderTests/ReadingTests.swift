@@ -74,7 +74,7 @@ import Testing
         #expect(file.size == 1234)
         #expect(file.permissions == 0o4750)
         #expect(file.parentIdentifier == directory.identifier)
-        #expect(abs(file.contentModificationDate.timeIntervalSinceNow) < 60)
+        #expect(abs(file.contentModificationDate.date.timeIntervalSinceNow) < 60)
         #expect(file.creationDate != nil)
         #expect(file.version.content.count <= ItemVersion.maximumLength)
         #expect(file.version.metadata.count <= ItemVersion.maximumLength)

@@ -12,7 +12,7 @@ import Testing
         Item(
             identifier: ItemIdentifier("local-\(UUID())"), parentIdentifier: parent, filename: Filename(name),
             kind: kind,
-            contentModificationDate: Date(timeIntervalSince1970: 1_000_000_000), permissions: permissions,
+            contentModificationDate: Timestamp(seconds: 1_000_000_000), permissions: permissions,
             version: ItemVersion(content: [], metadata: []), symlinkTarget: target.map { Array($0.utf8) })
     }
 
@@ -26,7 +26,7 @@ import Testing
             contents: contents, options: [])
         #expect(try folder.read("new file") == [1, 2, 3])
         #expect(file.size == 3 && file.permissions == 0o640 && file.parentIdentifier == .rootContainer)
-        #expect(file.contentModificationDate == Date(timeIntervalSince1970: 1_000_000_000))
+        #expect(file.contentModificationDate == Timestamp(seconds: 1_000_000_000))
         #expect(try await provider.item(for: file.identifier) == file)
 
         let directory = try await provider.createItem(
@@ -132,12 +132,12 @@ import Testing
 
         item = shorter
         item.permissions = 0o600
-        item.contentModificationDate = Date(timeIntervalSince1970: 1_234_567_890.5)
+        item.contentModificationDate = Timestamp(seconds: 1_234_567_890, nanoseconds: 999_999_999)
         let touched = try await provider.modifyItem(
             item, baseVersion: shorter.version, changedFields: [.permissions, .contentModificationDate], contents: nil,
             options: [])
         #expect(touched.permissions == 0o600)
-        #expect(touched.contentModificationDate == Date(timeIntervalSince1970: 1_234_567_890.5))
+        #expect(touched.contentModificationDate == Timestamp(seconds: 1_234_567_890, nanoseconds: 999_999_999))
     }
 
     @Test func aStaleBaseVersionIsAConflict() async throws {
