@@ -13,6 +13,13 @@ extension MountTests {
             case nonEmptyMountpoint = "a mountpoint that is not empty"
             case unknownScheme = "an unknown URL scheme"
             case unknownOption = "an unknown option"
+            case blockSizeNotPowerOfTwo = "--block-size 3000"
+            case blockSizeTooSmall = "--block-size 2KiB"
+            case blockSizeTooLarge = "--block-size 128MiB"
+            case pipelineDepthZero = "--pipeline-depth 0"
+            case pipelineDepthTooLarge = "--pipeline-depth 129"
+            case pipelineDepthNotNumber = "--pipeline-depth abc"
+            case remoteTimeoutZero = "--remote-timeout 0"
 
             var description: String { rawValue }
         }
@@ -43,6 +50,10 @@ extension MountTests {
             case .unknownOption:
                 options = ["--no-such-option"]
                 names = ["no-such-option"]
+            case .blockSizeNotPowerOfTwo, .blockSizeTooSmall, .blockSizeTooLarge, .pipelineDepthZero,
+                .pipelineDepthTooLarge, .pipelineDepthNotNumber, .remoteTimeoutZero:
+                options = bad.rawValue.split(separator: " ").map(String.init)
+                names = [options[0]]
             }
 
             let output = try await TestMount.mountCommand(

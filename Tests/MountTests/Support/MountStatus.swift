@@ -11,4 +11,6 @@ struct MountStatus: Decodable, Sendable {
 
     var pid: Int32
     var fetches: Fetches
+    /// Reads refused to non-materializing processes, by process name.
+    var blocked: [String: Int]
 }
