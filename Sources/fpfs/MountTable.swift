@@ -29,8 +29,10 @@ enum MountTable {
 
     /// True when `path` is a FUSE mount whose daemon is gone ("Transport endpoint is not connected").
     static func isStale(_ path: String) -> Bool {
-        var buffer = stat()
-        return stat(path, &buffer) != 0 && errno == ENOTCONN
+        // statfs, not stat: the kernel answers stat of the root from its attribute cache for a
+        // minute after the daemon died, while statfs (statvfs) always goes to the daemon.
+        var buffer = statvfs()
+        return statvfs(path, &buffer) != 0 && errno == ENOTCONN
     }
 
     /// Runs `fusermount3 -u` (lazily with `lazy`) on `path`; returns its stderr when it fails.
