@@ -59,6 +59,36 @@ extension MountTests {
                 "the stale mount was stacked on, not replaced: \(MountTable.entries(at: second.mountpoint))")
         }
 
+        @Test("status shows a download in flight; kill -9 of the daemon in the middle of it, then remount: the file reads back correct")
+        func killDuringFetchServesNoUnfetchedBytes() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try PatternFile.write(to: scratch.remote + "/large.bin", size: 6 << 20, seed: 9)
+            let remote = "file://\(scratch.remote)?bandwidth=2MiB"
+            let first = try await TestMount.start(remote: remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
+            defer { first.unmount() }
+            let daemon = try #require(first.daemon, "no pid in \(first.cacheDir)/daemon.pid")
+
+            // Half-way through a 3 s download, the daemon dies; the reader fails (ENOTCONN).
+            let reader = Task { await Command(["cat", "--", first.path("large.bin")], timeout: .seconds(60)).run() }
+            try await Task.sleep(for: .milliseconds(1500))
+            // Meanwhile `fpfs status` shows a person the download with a progress bar.
+            let status = try await FpfsBinary.command(["status", first.mountpoint], timeout: .seconds(20)).check()
+            #expect(
+                status.lines.contains { $0.contains("large.bin") && $0.contains("[#") && $0.contains("%") },
+                "no progress bar for the download in flight: \(status.stdout)")
+            daemon.send(SIGKILL)
+            #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
+            #expect(await !reader.value.succeeded, "cat finished before the daemon was killed; the test proves nothing")
+
+            let second = try await TestMount.start(remote: remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
+            defer { second.unmount() }
+            let read = try await Command.bash("sha256sum < \"$1\"", second.path("large.bin"), timeout: .seconds(60))
+                .check()
+            let expected = try await Command.bash("sha256sum < \"$1\"", scratch.remote + "/large.bin").check()
+            #expect(read.stdout == expected.stdout, "after kill -9 and remount the file reads other bytes")
+        }
+
         /// Polls /proc/mounts: true once nothing is mounted at `mountpoint`.
         static func waitUntilUnmounted(_ mountpoint: String, timeout: Duration = .seconds(10)) async -> Bool {
             let deadline = ContinuousClock.now + timeout
