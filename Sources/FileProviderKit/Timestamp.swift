@@ -43,7 +43,8 @@ public struct Timestamp: Hashable, Comparable, Sendable, Codable, CustomStringCo
     /// The inverse of `nanosecondsSince1970`.
     public init(nanosecondsSince1970 value: Int64) {
         let (seconds, remainder) = value.quotientAndRemainder(dividingBy: 1_000_000_000)
-        self = remainder < 0
+        self =
+            remainder < 0
             ? Timestamp(seconds: seconds - 1, nanoseconds: UInt32(remainder + 1_000_000_000))
             : Timestamp(seconds: seconds, nanoseconds: UInt32(remainder))
     }

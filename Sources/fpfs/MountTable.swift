@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What /proc/mounts says about a mountpoint, and the tools to clear a stale fpfs mount.

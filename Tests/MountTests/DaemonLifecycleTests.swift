@@ -59,13 +59,16 @@ extension MountTests {
                 "the stale mount was stacked on, not replaced: \(MountTable.entries(at: second.mountpoint))")
         }
 
-        @Test("status shows a download in flight; kill -9 of the daemon in the middle of it, then remount: the file reads back correct")
+        @Test(
+            "status shows a download in flight; kill -9 of the daemon in the middle of it, then remount: the file reads back correct"
+        )
         func killDuringFetchServesNoUnfetchedBytes() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             try PatternFile.write(to: scratch.remote + "/large.bin", size: 6 << 20, seed: 9)
             let remote = "file://\(scratch.remote)?bandwidth=2MiB"
-            let first = try await TestMount.start(remote: remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
+            let first = try await TestMount.start(
+                remote: remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
             defer { first.unmount() }
             let daemon = try #require(first.daemon, "no pid in \(first.cacheDir)/daemon.pid")
 
@@ -81,7 +84,8 @@ extension MountTests {
             #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
             #expect(await !reader.value.succeeded, "cat finished before the daemon was killed; the test proves nothing")
 
-            let second = try await TestMount.start(remote: remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
+            let second = try await TestMount.start(
+                remote: remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
             defer { second.unmount() }
             let read = try await Command.bash("sha256sum < \"$1\"", second.path("large.bin"), timeout: .seconds(60))
                 .check()

@@ -58,16 +58,20 @@ extension MountTests {
             let status = try await mount.status()
             #expect(status.fetches.started == before.started, "a refused read started a fetch")
             // The kernel may retry a failed read once, so one refused `cat` counts one or two reads.
-            #expect((1...2).contains(status.blocked["updatedb"] ?? 0), "status miscounts the refusal: \(status.blocked)")
+            #expect(
+                (1...2).contains(status.blocked["updatedb"] ?? 0), "status miscounts the refusal: \(status.blocked)")
             #expect(try await mount.xattr("user.fpfs.state", of: FixtureTree.mediumFile) == "cloud")
             mount.unmount()
 
             let open = try await TestMount.start(remote: source, in: scratch, options: ["--non-materializing", ""])
             defer { open.unmount() }
-            let read = try await Command.bash("\"$1\" -- \"$2\" | sha256sum", updatedb, open.path(FixtureTree.mediumFile))
-                .check()
+            let read = try await Command.bash(
+                "\"$1\" -- \"$2\" | sha256sum", updatedb, open.path(FixtureTree.mediumFile)
+            )
+            .check()
             let expected = try await Command(["sha256sum", "--", source + "/" + FixtureTree.mediumFile]).check()
-            #expect(read.stdout.prefix(64) == expected.stdout.prefix(64), "with an empty list updatedb read other bytes")
+            #expect(
+                read.stdout.prefix(64) == expected.stdout.prefix(64), "with an empty list updatedb read other bytes")
         }
 
         @Test("4N readers of different files on a slow remote keep exactly N fetches in flight", arguments: [1, 2, 4])
@@ -88,7 +92,9 @@ extension MountTests {
             try await Command.bash(readAll, mount.mountpoint, timeout: .seconds(120)).check()
             let fetches = try await mount.status().fetches
             #expect(fetches.started >= count, "\(count) readers of cloud files started \(fetches.started) fetches")
-            #expect(fetches.maxInFlight == depth, "at --pipeline-depth \(depth), \(fetches.maxInFlight) fetches ran at once")
+            #expect(
+                fetches.maxInFlight == depth, "at --pipeline-depth \(depth), \(fetches.maxInFlight) fetches ran at once"
+            )
         }
 
         @Test("remounted with the remote gone: what was read is served, the rest fails with EHOSTDOWN, ls -lR works")
