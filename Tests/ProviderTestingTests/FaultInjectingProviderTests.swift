@@ -58,7 +58,7 @@ import Testing
         let cancelled = ContinuousClock.now
         fetch.cancel()
         await #expect(throws: CancellationError.self) { try await fetch.value }
-        #expect(ContinuousClock.now - cancelled < .milliseconds(500))
+        #expect(ContinuousClock.now - cancelled < .seconds(3))  // a hang never ends; loaded CI machines are slow
         #expect(injector.hangingCalls == 0)
     }
 
@@ -86,13 +86,13 @@ import Testing
     }
 
     @Test func delayWaitsThenGoesAhead() async throws {
-        injector.add(FaultRule(.delay(.milliseconds(150)), on: .item, for: .identifier(good.identifier)))
+        injector.add(FaultRule(.delay(.seconds(1)), on: .item, for: .identifier(good.identifier)))
         let start = ContinuousClock.now
         _ = try await provider.item(for: good.identifier)
-        #expect(ContinuousClock.now - start >= .milliseconds(150))
+        #expect(ContinuousClock.now - start >= .seconds(1))
         let quick = ContinuousClock.now
         _ = try await provider.item(for: bad.identifier)
-        #expect(ContinuousClock.now - quick < .milliseconds(150))
+        #expect(ContinuousClock.now - quick < .seconds(1))
     }
 
     @Test func shortContentReturnsNormallyWithFewerBytes() async throws {
