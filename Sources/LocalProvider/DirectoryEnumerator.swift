@@ -12,7 +12,7 @@ struct DirectoryEnumerator: ItemEnumerator {
     func enumerateItems(startingAt page: EnumerationPage, suggestedPageSize: Int) async throws -> ItemPage {
         let after = try Self.lastName(in: page)
         let limit = max(suggestedPageSize, 1)
-        let snapshots = provider.snapshots
+        let history = provider.history
         return try await provider.request { [container] tree in
             let folder = try tree.locate(container)
             guard folder.status.kind == .directory else {
@@ -27,7 +27,7 @@ struct DirectoryEnumerator: ItemEnumerator {
                 }
                 next = index + 1
             }
-            snapshots.noteHandedOut(items.map(\.identifier))
+            history.noteHandedOut(items.map(\.identifier))
             guard let index = next, index < names.count else { return ItemPage(items: items, nextPage: nil) }
             return ItemPage(items: items, nextPage: try EnumerationPage(Self.marker + names[index - 1].bytes))
         }

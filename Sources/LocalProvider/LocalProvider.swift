@@ -6,13 +6,13 @@ import Foundation
 ///
 /// Identifiers follow inodes, so they survive renames done on disk (see `LocalTree`); versions
 /// derive from `statx`; change enumeration compares walks of the tree with saved snapshots (see
-/// `SnapshotStore`). Every file-system call runs on a Dispatch queue (`BlockingIO`), never on a
+/// `WalkHistory`). Every file-system call runs on a Dispatch queue (`BlockingIO`), never on a
 /// cooperative thread. `Options` can make it as slow as a real remote.
 public final class LocalProvider: FileProvider, PartialContentFetching, Sendable {
     /// The options the provider was opened with, for status displays.
     public let options: Options
     let tree: LocalTree
-    let snapshots: SnapshotStore
+    let history: WalkHistory
     let bandwidthLimiter: BandwidthLimiter?
 
     /// Presents the folder at `root`. Throws `cannotSynchronize` naming the path when there is no
@@ -25,7 +25,7 @@ public final class LocalProvider: FileProvider, PartialContentFetching, Sendable
         self.options = options
         tree = try LocalTree(root: Array(root.path(percentEncoded: false).utf8))
         do {
-            snapshots = try SnapshotStore(directory: options.stateDirectory)
+            history = try WalkHistory(directory: options.stateDirectory)
         } catch {
             let path = options.stateDirectory?.path(percentEncoded: false) ?? ""
             throw ProviderError.cannotSynchronize(reason: "cannot use state directory \(path): \(error)")

@@ -45,13 +45,20 @@ public struct ConformanceFixture: Sendable {
 
     /// Every item, parents before their children.
     public let entries: [Entry]
+    /// Whether the remote has symlinks: the tree holds one, and `createItems` creates one. A
+    /// remote without them (WebDAV) must refuse to create one with `featureUnsupported`.
+    public let hasSymlinks: Bool
 
     /// The standard tree (see the type's description).
     public static let standard = ConformanceFixture()
 
+    /// The standard tree without its symlink, for remotes that have none.
+    public static let withoutSymlinks = ConformanceFixture(hasSymlinks: false)
+
     /// The standard tree with a large file of `largeFileSize` bytes and `crowdedEntries` files in
     /// the crowded directory.
-    public init(largeFileSize: Int = 3 * 1024 * 1024 + 12_345, crowdedEntries: Int = 150) {
+    public init(largeFileSize: Int = 3 * 1024 * 1024 + 12_345, crowdedEntries: Int = 150, hasSymlinks: Bool = true) {
+        self.hasSymlinks = hasSymlinks
         var entries: [Entry] = [
             Entry(path: "docs", node: .directory),
             Entry(path: "docs/readme.txt", node: .file(Array("Hello from the fpfs conformance fixture.\n".utf8))),
@@ -68,6 +75,7 @@ public struct ConformanceFixture: Sendable {
             Entry(path: Self.crowdedPath, node: .directory),
             Entry(path: Self.scratchPath, node: .directory),
         ]
+        if !hasSymlinks { entries.removeAll { if case .symlink = $0.node { true } else { false } } }
         for index in 0..<crowdedEntries {
             let name = "entry-" + String(repeating: "0", count: max(0, 3 - String(index).count)) + String(index)
             entries.append(Entry(path: "\(Self.crowdedPath)/\(name)", node: .file(Array("entry \(index)\n".utf8))))

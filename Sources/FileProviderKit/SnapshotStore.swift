@@ -1,12 +1,11 @@
-import FileProviderKit
 import Foundation
 import Synchronization
 
 /// Saved states of the tree, which sync anchors and working-set pages name.
 ///
-/// A plain folder keeps no history, so change enumeration compares: an anchor names a snapshot —
-/// every item as one walk found it — and the changes since the anchor are the difference between
-/// that snapshot and a new walk. Snapshots are files in the state directory when the engine gives
+/// A remote that keeps no history (a plain folder, most WebDAV servers) gets change enumeration by
+/// comparison (see `WalkHistory`): an anchor names a snapshot — every item as one walk found it —
+/// and the changes since the anchor are the difference between that snapshot and a new walk. Snapshots are files in the state directory when the engine gives
 /// one, so anchors survive a restart of the provider, and live in memory otherwise. Only the newest
 /// few are kept; a token naming an older one gets `syncAnchorExpired` (or `pageExpired`).
 ///
