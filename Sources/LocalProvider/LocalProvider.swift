@@ -46,7 +46,7 @@ public final class LocalProvider: FileProvider, PartialContentFetching, Sendable
     public func enumerator(for container: ItemIdentifier) async throws -> any ItemEnumerator {
         switch container {
         case .workingSet:
-            return WorkingSetEnumerator(provider: self)
+            return WalkHistoryEnumerator(history: history) { [self] in try await request { tree in try tree.walk() } }
         case .trashContainer:
             throw ProviderError.featureUnsupported
         default:

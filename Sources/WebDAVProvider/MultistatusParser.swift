@@ -1,0 +1,149 @@
+/// Reads a PROPFIND answer (`207 Multi-Status`) as it streams in, one `response` at a time.
+///
+/// Only the properties fpfs asks for are kept; a property counts only from a `propstat` whose
+/// status is 200, so a server that says "404 Not Found" for `getetag` is taken as giving none.
+struct MultistatusParser {
+    /// One `response` of the answer: the resource's href and the properties the server gave.
+    struct Response: Equatable, Sendable {
+        var href: String = ""
+        /// The status of a response that carries no properties (a `404` for a vanished member).
+        var status: Int?
+        var isCollection = false
+        var contentLength: UInt64?
+        var etag: String?
+        var lastModified: String?
+        var creationDate: String?
+        /// A stable identifier from ownCloud or Nextcloud (`oc:fileid`, else `oc:id`).
+        var fileID: String?
+    }
+
+    static let dav = "DAV:"
+    static let ownCloud = "http://owncloud.org/ns"
+
+    private var xml = XMLPullParser()
+    /// Element names from the root down to the current element.
+    private var path: [XMLPullParser.Name] = []
+    private var text: [UInt8] = []
+    private var response: Response?
+    /// Properties of the current `propstat`, kept only if its status turns out to be 200.
+    private var pending = Response()
+    private var pendingStatus: Int?
+    private var sawMultistatus = false
+
+    /// Consumes a piece of the body and returns the responses it completed.
+    mutating func feed(_ bytes: some Sequence<UInt8>) throws(XMLPullParser.Malformed) -> [Response] {
+        var completed: [Response] = []
+        for event in try xml.feed(bytes) {
+            switch event {
+            case .start(let name):
+                if path.isEmpty {
+                    guard name == Self.element("multistatus") else {
+                        throw XMLPullParser.Malformed(reason: "the answer is <\(name.local)>, not a multistatus")
+                    }
+                    sawMultistatus = true
+                }
+                path.append(name)
+                text = []
+                started(name)
+            case .text(let bytes):
+                text += bytes
+            case .end(let name):
+                if let done = ended(name) { completed.append(done) }
+                path.removeLast()
+                text = []
+            }
+        }
+        return completed
+    }
+
+    /// Checks that the answer ended complete.
+    func finish() throws(XMLPullParser.Malformed) {
+        try xml.finish()
+    }
+
+    private static func element(_ local: String) -> XMLPullParser.Name {
+        XMLPullParser.Name(namespace: dav, local: local)
+    }
+
+    private mutating func started(_ name: XMLPullParser.Name) {
+        if name == Self.element("response"), path.count == 2 {
+            response = Response()
+        } else if name == Self.element("propstat"), response != nil {
+            pending = Response()
+            pendingStatus = nil
+        } else if name == Self.element("collection"), isInProperty("resourcetype") {
+            pending.isCollection = true
+        }
+    }
+
+    private mutating func ended(_ name: XMLPullParser.Name) -> Response? {
+        guard response != nil else { return nil }
+        let value = String(decoding: text, as: UTF8.self).trimmingSpaces
+        switch (name.namespace, name.local, path.count) {
+        case (Self.dav, "response", 2):
+            defer { response = nil }
+            return response
+        case (Self.dav, "href", 3):
+            response?.href = value
+        case (Self.dav, "status", 3):
+            response?.status = Self.statusCode(value)
+        case (Self.dav, "status", 4):
+            pendingStatus = Self.statusCode(value)
+        case (Self.dav, "propstat", 3):
+            if pendingStatus == 200 { merge(pending) }
+        case (Self.dav, "getcontentlength", 5) where isInProp:
+            pending.contentLength = UInt64(value)
+        case (Self.dav, "getetag", 5) where isInProp:
+            pending.etag = value.isEmpty ? nil : value
+        case (Self.dav, "getlastmodified", 5) where isInProp:
+            pending.lastModified = value.isEmpty ? nil : value
+        case (Self.dav, "creationdate", 5) where isInProp:
+            pending.creationDate = value.isEmpty ? nil : value
+        case (Self.ownCloud, "fileid", 5) where isInProp:
+            pending.fileID = value.isEmpty ? nil : value
+        case (Self.ownCloud, "id", 5) where isInProp:
+            if pending.fileID == nil, !value.isEmpty { pending.fileID = value }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// True inside `response/propstat/prop`, where properties live.
+    private var isInProp: Bool {
+        path.count >= 4 && path[2] == Self.element("propstat") && path[3] == Self.element("prop")
+    }
+
+    /// True when the current element sits directly in the named property.
+    private func isInProperty(_ local: String) -> Bool {
+        path.count >= 6 && path[4] == Self.element(local) && isInProp
+    }
+
+    private mutating func merge(_ properties: Response) {
+        guard var merged = response else { return }
+        merged.isCollection = merged.isCollection || properties.isCollection
+        merged.contentLength = properties.contentLength ?? merged.contentLength
+        merged.etag = properties.etag ?? merged.etag
+        merged.lastModified = properties.lastModified ?? merged.lastModified
+        merged.creationDate = properties.creationDate ?? merged.creationDate
+        merged.fileID = properties.fileID ?? merged.fileID
+        response = merged
+    }
+
+    /// 200 from "HTTP/1.1 200 OK".
+    private static func statusCode(_ line: String) -> Int? {
+        let parts = line.split(separator: " ")
+        return parts.count >= 2 ? Int(parts[1]) : nil
+    }
+}
+
+extension String {
+    /// The string without leading and trailing XML white space.
+    var trimmingSpaces: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}

@@ -1,0 +1,103 @@
+import FileProviderKit
+
+/// A path below the mounted collection, as the names of its components: what identifiers are made
+/// of and what URLs are made from.
+///
+/// Servers percent-encode hrefs each in their own way, so a path is kept decoded and encoded again
+/// one canonical way. Identifiers are `/` followed by the canonical encoding (the root is
+/// `rootContainer`), which is stable for an item as long as its path does not change.
+struct RemotePath: Hashable, Sendable, CustomStringConvertible {
+    /// The components, each a valid filename.
+    let components: [Filename]
+
+    static let root = RemotePath(components: [])
+
+    init(components: [Filename]) {
+        self.components = components
+    }
+
+    /// The path an identifier stands for; nil for identifiers this provider never hands out.
+    init?(identifier: ItemIdentifier) {
+        if identifier == .rootContainer {
+            self = .root
+            return
+        }
+        guard identifier.rawValue.hasPrefix("/"), let path = Self.decode(identifier.rawValue.dropFirst()) else {
+            return nil
+        }
+        self = path
+    }
+
+    /// Decodes a percent-encoded relative path ("a/b%20c"); nil when a component is empty, `.`,
+    /// `..`, or holds `/` or NUL once decoded.
+    static func decode(_ encoded: Substring) -> RemotePath? {
+        if encoded.isEmpty { return .root }
+        var components: [Filename] = []
+        for part in encoded.split(separator: "/", omittingEmptySubsequences: false) {
+            guard let bytes = percentDecoded(part) else { return nil }
+            let name = Filename(bytes: bytes)
+            guard name.isValid, bytes != [0x2E], bytes != [0x2E, 0x2E] else { return nil }
+            components.append(name)
+        }
+        return RemotePath(components: components)
+    }
+
+    var identifier: ItemIdentifier { components.isEmpty ? .rootContainer : ItemIdentifier("/" + encoded) }
+
+    /// The canonical encoding, without a leading slash: unreserved characters stay, all else is %XX.
+    var encoded: String {
+        components.map { Self.percentEncoded($0.bytes) }.joined(separator: "/")
+    }
+
+    var parent: RemotePath { RemotePath(components: components.dropLast()) }
+    var name: Filename? { components.last }
+
+    func appending(_ name: Filename) -> RemotePath { RemotePath(components: components + [name]) }
+
+    /// True when `self` is `other` or lies below it.
+    func isWithin(_ other: RemotePath) -> Bool { components.starts(with: other.components) }
+
+    var description: String {
+        "/" + components.map { String(decoding: $0.bytes, as: UTF8.self) }.joined(separator: "/")
+    }
+
+    static func percentEncoded(_ bytes: [UInt8]) -> String {
+        var result = ""
+        result.reserveCapacity(bytes.count)
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                result += "%"
+                result.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
+                result.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0xF)]))
+            }
+        }
+        return result
+    }
+
+    /// The bytes `%XX` sequences stand for; nil for a malformed escape.
+    static func percentDecoded(_ text: Substring) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = 0
+        while index < utf8.count {
+            if utf8[index] == UInt8(ascii: "%") {
+                guard index + 2 < utf8.count,
+                    let value = UInt8(String(decoding: utf8[(index + 1)...(index + 2)], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(value)
+                index += 3
+            } else {
+                bytes.append(utf8[index])
+                index += 1
+            }
+        }
+        return bytes
+    }
+}

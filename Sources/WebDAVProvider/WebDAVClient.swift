@@ -1,0 +1,204 @@
+import AsyncHTTPClient
+import FileProviderKit
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The HTTP side of the provider: URLs of paths, authentication, retries of failures on the way,
+/// and HTTP statuses turned into `ProviderError`s.
+final class WebDAVClient: Sendable {
+    /// One request to send; `body` makes the body afresh for each attempt.
+    struct Request: Sendable {
+        var method: HTTPMethod
+        var path: RemotePath
+        var isCollection = false
+        var headers: [(String, String)] = []
+        var body: (@Sendable () throws -> HTTPClientRequest.Body)?
+        /// True when sending the request twice does no harm, so failures on the way are retried.
+        var isIdempotent = true
+    }
+
+    let configuration: WebDAVProvider.Configuration
+    private let http: HTTPClient
+    private let authenticator: Authenticator
+    /// `scheme://host:port`.
+    private let origin: String
+    /// The mounted collection's path as the server spells it, with a slash at each end.
+    private let basePath: String
+    /// The decoded components of `basePath`, to recognise hrefs below it however they are encoded.
+    private let baseComponents: [[UInt8]]
+
+    /// Checks the URL and opens the connection pool; throws `cannotSynchronize` for a URL that is
+    /// not `http(s)://host[:port]/path`.
+    init(configuration: WebDAVProvider.Configuration) throws {
+        guard let components = URLComponents(url: configuration.url, resolvingAgainstBaseURL: false),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = components.host, !host.isEmpty
+        else {
+            throw ProviderError.cannotSynchronize(reason: "'\(configuration.url)' is not an http:// or https:// URL")
+        }
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        origin = "\(scheme)://\(hostPart)" + (components.port.map { ":\($0)" } ?? "")
+        var decoded: [[UInt8]] = []
+        for part in components.percentEncodedPath.split(separator: "/") {
+            guard let bytes = RemotePath.percentDecoded(part) else {
+                throw ProviderError.cannotSynchronize(reason: "the URL path '\(components.percentEncodedPath)' is malformed")
+            }
+            decoded.append(bytes)
+        }
+        baseComponents = decoded
+        basePath = "/" + decoded.map { RemotePath.percentEncoded($0) + "/" }.joined()
+        self.configuration = configuration
+        authenticator = Authenticator(credentials: configuration.credentials)
+        var pool = HTTPClient.Configuration.ConnectionPool(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.maximumConnections))
+        pool.retryConnectionEstablishment = false
+        var settings = HTTPClient.Configuration(
+            tlsConfiguration: scheme == "https" ? .makeClientConfiguration() : nil,
+            redirectConfiguration: .disallow,
+            timeout: .init(
+                connect: .nanoseconds(Int64(configuration.connectTimeout.nanoseconds)),
+                read: .nanoseconds(Int64(configuration.readTimeout.nanoseconds))),
+            connectionPool: pool)
+        settings.httpVersion = .http1Only
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
+    }
+
+    /// Closes the connections; the client is unusable afterwards.
+    func shutdown() async {
+        try? await http.shutdown()
+    }
+
+    /// The server's path of an item: the base path, the canonical encoding, and a final slash for
+    /// collections (servers redirect or refuse without it).
+    func serverPath(of path: RemotePath, isCollection: Bool) -> String {
+        if path.components.isEmpty { return basePath }
+        return basePath + path.encoded + (isCollection ? "/" : "")
+    }
+
+    func url(of path: RemotePath, isCollection: Bool) -> String {
+        origin + serverPath(of: path, isCollection: isCollection)
+    }
+
+    /// The path below the mount of an href from a multistatus answer (an absolute path or URL);
+    /// nil for one outside the mounted collection, on another server, or with a component that
+    /// cannot be a filename (`..`, an encoded `/`).
+    func path(ofHref href: String) -> RemotePath? {
+        var text = Substring(href)
+        if let schemeEnd = text.range(of: "://") {
+            let rest = text[schemeEnd.upperBound...]
+            let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+            guard origin.lowercased().hasSuffix("://" + rest[..<authorityEnd].lowercased()) else { return nil }
+            text = rest[authorityEnd...]
+        }
+        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<query] }
+        guard text.hasPrefix("/") else { return nil }
+        var parts = text.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        if parts.last == "" { parts.removeLast() }
+        var decoded: [[UInt8]] = []
+        for part in parts {
+            guard let bytes = RemotePath.percentDecoded(part) else { return nil }
+            decoded.append(bytes)
+        }
+        guard decoded.starts(with: baseComponents) else { return nil }
+        let relative = decoded.dropFirst(baseComponents.count)
+        return RemotePath.decode(Substring(relative.map { RemotePath.percentEncoded($0) }.joined(separator: "/")))
+    }
+
+    /// Sends a request: answers authentication challenges, retries idempotent requests that failed
+    /// on the way (no answer, or 500/502/503/504) with growing pauses, and turns a connection that
+    /// cannot be made into `serverUnreachable`. Other statuses come back for the caller to judge;
+    /// the caller reads or drops the body.
+    func send(_ request: Request) async throws -> HTTPClientResponse {
+        var attempt = 0
+        var challenges = 0
+        while true {
+            try Task.checkCancellation()
+            let serverPath = serverPath(of: request.path, isCollection: request.isCollection)
+            var outgoing = HTTPClientRequest(url: origin + serverPath)
+            outgoing.method = request.method
+            for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+            let authorization = authenticator.authorization(method: request.method.rawValue, uri: serverPath)
+            if let authorization { outgoing.headers.add(name: "Authorization", value: authorization) }
+            outgoing.body = try request.body?()
+            do {
+                let response = try await http.execute(outgoing, deadline: .now() + .hours(24))
+                switch response.status.code {
+                case 401:
+                    await Self.discardBody(of: response)
+                    challenges += 1
+                    if challenges <= 2,
+                        authenticator.challenged(by: response.headers, hadAuthorization: authorization != nil)
+                    {
+                        continue
+                    }
+                    return response
+                case 500, 502, 503, 504:
+                    guard request.isIdempotent, attempt < configuration.retries else { return response }
+                    await Self.discardBody(of: response)
+                default:
+                    return response
+                }
+            } catch {
+                if Task.isCancelled { throw CancellationError() }
+                guard request.isIdempotent, attempt < configuration.retries else {
+                    throw ProviderError.serverUnreachable(reason: Self.describe(error, url: origin))
+                }
+            }
+            attempt += 1
+            try await Task.sleep(for: .milliseconds(250 * (1 << (2 * (attempt - 1)))))
+        }
+    }
+
+    /// Sends a request and reads a small answer whole (error bodies, PROPFIND of one item, MKCOL).
+    func sendCollecting(_ request: Request, limit: Int = 16 << 20) async throws -> (HTTPClientResponse, ByteBuffer) {
+        let response = try await send(request)
+        do {
+            return (response, try await response.body.collect(upTo: limit))
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw ProviderError.serverUnreachable(reason: "reading the answer to \(request.method) failed: \(error)")
+        }
+    }
+
+    /// Reads and drops what is left of a body, so the connection can serve the next request.
+    static func discardBody(of response: HTTPClientResponse) async {
+        _ = try? await response.body.collect(upTo: 1 << 20)
+    }
+
+    /// The error for a status that is not the success the caller wanted.
+    static func error(for status: HTTPResponseStatus, path: RemotePath, method: HTTPMethod) -> ProviderError {
+        let what = "\(method) \(path) answered \(status.code) \(status.reasonPhrase)"
+        switch status.code {
+        case 401: return .notAuthenticated(reason: "the server refused the user name or password (\(what))")
+        case 403: return .notAuthenticated(reason: "the server forbids it (\(what))")
+        case 404, 410: return .noSuchItem(path.identifier)
+        case 412: return .versionNoLongerAvailable
+        case 507: return .insufficientQuota
+        case 500...599: return .serverUnreachable(reason: what)
+        default: return .cannotSynchronize(reason: what)
+        }
+    }
+
+    private static func describe(_ error: any Error, url: String) -> String {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout: return "no connection to \(url) within the connect timeout"
+            case .readTimeout: return "\(url) stopped answering"
+            case .remoteConnectionClosed: return "\(url) closed the connection"
+            default: return "\(url): \(error)"
+            }
+        }
+        return "\(url): \(error)"
+    }
+}
+
+extension Duration {
+    /// The whole duration in nanoseconds, saturating.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : product + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,154 @@
+import AsyncHTTPClient
+import FileProviderKit
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+extension WebDAVProvider {
+    /// One `GET` of the whole file, streamed into the sink as it arrives. Without `version` the
+    /// current content is fetched; with one the fetch is conditional (`If-Match`), and a file that
+    /// changed since gets `versionNoLongerAvailable`. No PROPFIND first: the GET's own headers
+    /// give the size and version of the bytes sent.
+    public func fetchContents(for identifier: ItemIdentifier, version: ItemVersion?, into sink: any ContentSink)
+        async throws -> Item
+    {
+        let path = try filePath(identifier)
+        var headers: [(String, String)] = []
+        if let etag = version.flatMap(RemoteVersion.etag) { headers.append(("If-Match", etag)) }
+        let response = try await client.send(WebDAVClient.Request(method: .GET, path: path, headers: headers))
+        guard response.status == .ok else {
+            await WebDAVClient.discardBody(of: response)
+            throw fetchError(response.status, path: path, versioned: version != nil)
+        }
+        let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
+        let written = try await stream(response, of: path, from: 0, into: sink)
+        if let expected, written != expected { throw shortBody(path, expected: expected, got: written) }
+        let item = Item(path: path, size: written, headers: response.headers)
+        if let version, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
+        return item
+    }
+
+    /// One `GET` with `Range` for the aligned blocks around `minimalRange`. The answer must be the
+    /// range asked for (`206` with the matching `Content-Range`) or the whole file (`200`, which the
+    /// contract allows); anything else is refused before a byte reaches the sink. With
+    /// `strictVersioning` the request carries `If-Match`, and the answer's ETag is checked too.
+    public func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, minimalRange: Range<UInt64>, aligningTo alignment: UInt64,
+        options: PartialFetchOptions, into sink: any ContentSink
+    ) async throws -> PartialFetchResult {
+        let path = try filePath(identifier)
+        let wanted = PartialFetchResult.alignedRange(covering: minimalRange, alignment: alignment, size: .max)
+        let strict = options.contains(.strictVersioning)
+        guard !wanted.isEmpty else {
+            let item = try await properties(of: path)
+            if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
+            return PartialFetchResult(retrievedRange: wanted.lowerBound..<wanted.lowerBound, item: item)
+        }
+        var headers = [("Range", "bytes=\(wanted.lowerBound)-\(wanted.upperBound - 1)")]
+        if strict, let etag = RemoteVersion.etag(of: version) { headers.append(("If-Match", etag)) }
+        let response = try await client.send(WebDAVClient.Request(method: .GET, path: path, headers: headers))
+        switch response.status {
+        case .partialContent:
+            guard let range = Self.contentRange(response.headers), range.start == wanted.lowerBound,
+                range.end + 1 == wanted.upperBound || (range.end + 1 < wanted.upperBound && range.end + 1 == range.total)
+            else {
+                await WebDAVClient.discardBody(of: response)
+                let sent = response.headers.first(name: "Content-Range") ?? "none"
+                throw ProviderError.cannotSynchronize(
+                    reason: "GET \(path): asked for bytes \(wanted.lowerBound)-\(wanted.upperBound - 1), "
+                        + "the server sent Content-Range \(sent)")
+            }
+            let item = Item(path: path, size: range.total, headers: response.headers)
+            if strict, item.version.content != version.content {
+                await WebDAVClient.discardBody(of: response)
+                throw ProviderError.versionNoLongerAvailable
+            }
+            let count = range.end + 1 - range.start
+            let written = try await stream(response, of: path, from: range.start, into: sink)
+            guard written == count else { throw shortBody(path, expected: count, got: written) }
+            return PartialFetchResult(retrievedRange: range.start..<(range.end + 1), item: item)
+        case .ok:
+            let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
+            let item = Item(path: path, size: expected ?? 0, headers: response.headers)
+            if strict, item.version.content != version.content {
+                await WebDAVClient.discardBody(of: response)
+                throw ProviderError.versionNoLongerAvailable
+            }
+            let written = try await stream(response, of: path, from: 0, into: sink)
+            if let expected, written != expected { throw shortBody(path, expected: expected, got: written) }
+            var whole = item
+            whole.size = written
+            return PartialFetchResult(retrievedRange: 0..<written, item: whole)
+        case .rangeNotSatisfiable:
+            await WebDAVClient.discardBody(of: response)
+            let item = try await properties(of: path)
+            if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
+            let start = min(wanted.lowerBound, item.size / max(alignment, 1) * max(alignment, 1))
+            return PartialFetchResult(retrievedRange: start..<start, item: item)
+        default:
+            await WebDAVClient.discardBody(of: response)
+            throw fetchError(response.status, path: path, versioned: strict)
+        }
+    }
+
+    /// The path of a file identifier; the root is a folder and cannot be fetched.
+    private func filePath(_ identifier: ItemIdentifier) throws -> RemotePath {
+        guard let path = RemotePath(identifier: identifier) else { throw ProviderError.noSuchItem(identifier) }
+        guard !path.components.isEmpty else {
+            throw ProviderError.cannotSynchronize(reason: "the root is a folder and has no contents")
+        }
+        return path
+    }
+
+    /// Copies the body into the sink from `offset` on, chunk by chunk as it arrives; returns the
+    /// number of bytes written. A connection that breaks off is `serverUnreachable`.
+    private func stream(_ response: HTTPClientResponse, of path: RemotePath, from offset: UInt64, into sink: any ContentSink)
+        async throws -> UInt64
+    {
+        var position = offset
+        var chunks = response.body.makeAsyncIterator()
+        while true {
+            let next: ByteBuffer?
+            do {
+                next = try await chunks.next()
+            } catch {
+                if Task.isCancelled { throw CancellationError() }
+                throw ProviderError.serverUnreachable(
+                    reason: "GET \(path) broke off after \(position - offset) bytes: \(error)")
+            }
+            guard let buffer = next else { break }
+            try Task.checkCancellation()
+            try await sink.write(BufferBytes(buffer: buffer), at: position)
+            position += UInt64(buffer.readableBytes)
+        }
+        return position - offset
+    }
+
+    private func shortBody(_ path: RemotePath, expected: UInt64, got: UInt64) -> ProviderError {
+        .serverUnreachable(reason: "GET \(path): the server sent \(got) of \(expected) bytes")
+    }
+
+    private func fetchError(_ status: HTTPResponseStatus, path: RemotePath, versioned: Bool) -> ProviderError {
+        if status == .preconditionFailed, versioned { return .versionNoLongerAvailable }
+        return WebDAVClient.error(for: status, path: path, method: .GET)
+    }
+
+    /// `Content-Range: bytes START-END/TOTAL`.
+    static func contentRange(_ headers: HTTPHeaders) -> (start: UInt64, end: UInt64, total: UInt64)? {
+        guard let value = headers.first(name: "Content-Range"), value.hasPrefix("bytes ") else { return nil }
+        let parts = value.dropFirst(6).split(whereSeparator: { $0 == "-" || $0 == "/" })
+        guard parts.count == 3, let start = UInt64(parts[0]), let end = UInt64(parts[1]), let total = UInt64(parts[2]),
+            start <= end, end < total
+        else { return nil }
+        return (start, end, total)
+    }
+}
+
+/// A received buffer handed to a sink without copying it.
+struct BufferBytes: ContiguousBytes, Sendable {
+    let buffer: ByteBuffer
+
+    func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try buffer.withUnsafeReadableBytes(body)
+    }
+}

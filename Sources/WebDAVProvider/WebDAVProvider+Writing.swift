@@ -1,0 +1,194 @@
+import AsyncHTTPClient
+import FileProviderKit
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The write half. WebDAV cannot compare-and-swap a whole change, so each call checks the remote
+/// with a PROPFIND and then sends the change with the HTTP precondition that makes a race lose
+/// safely: `If-None-Match: *` for a new file, `If-Match` for a replaced or deleted one,
+/// `Overwrite: F` for a move. Servers that ignore a precondition are still covered by the check.
+extension WebDAVProvider {
+    public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
+        async throws -> Item
+    {
+        guard let parent = RemotePath(identifier: template.parentIdentifier) else {
+            throw ProviderError.noSuchItem(template.parentIdentifier)
+        }
+        guard let path = RemotePath.decode(Substring(parent.appending(template.filename).encoded)) else {
+            throw ProviderError.cannotSynchronize(reason: "'\(template.filename)' cannot be a name on the server")
+        }
+        switch template.kind {
+        case .symlink:
+            throw ProviderError.featureUnsupported
+        case .directory:
+            let request = WebDAVClient.Request(method: .MKCOL, path: path, isCollection: true, isIdempotent: false)
+            let (response, _) = try await client.sendCollecting(request)
+            switch response.status.code {
+            case 200, 201:
+                break
+            case 405:
+                let existing = try await properties(of: path)
+                if options.contains(.mayAlreadyExist), existing.kind == .directory { return existing }
+                throw ProviderError.filenameCollision(existing: existing.identifier)
+            case 409:
+                throw ProviderError.noSuchItem(parent.identifier)
+            default:
+                throw WebDAVClient.error(for: response.status, path: path, method: request.method)
+            }
+        case .file:
+            if let existing = try await existingItem(at: path) {
+                if options.contains(.mayAlreadyExist), existing.kind == .file { return existing }
+                throw ProviderError.filenameCollision(existing: existing.identifier)
+            }
+            let status = try await put(contents, to: path, precondition: ("If-None-Match", "*"))
+            switch status.code {
+            case 200, 201, 204: break
+            case 412: throw ProviderError.filenameCollision(existing: path.identifier)
+            case 409: throw ProviderError.noSuchItem(parent.identifier)
+            default: throw WebDAVClient.error(for: status, path: path, method: .PUT)
+            }
+        }
+        let created = try await properties(of: path)
+        history.noteHandedOut([created.identifier])
+        return created
+    }
+
+    public func modifyItem(
+        _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyItemOptions
+    ) async throws -> Item {
+        guard let source = RemotePath(identifier: item.identifier), !source.components.isEmpty else {
+            throw ProviderError.noSuchItem(item.identifier)
+        }
+        let existing = try await properties(of: source)
+        if changedFields.contains(.contents), existing.kind == .file {
+            guard existing.version.content == baseVersion.content else { throw ProviderError.conflict(remote: existing) }
+            let etag = RemoteVersion.etag(of: existing.version)
+            let status = try await put(contents, to: source, precondition: etag.map { ("If-Match", $0) })
+            switch status.code {
+            case 200, 201, 204: break
+            case 412: throw ProviderError.conflict(remote: try? await properties(of: source))
+            default: throw WebDAVClient.error(for: status, path: source, method: .PUT)
+            }
+        }
+        var path = source
+        if !changedFields.isDisjoint(with: [.filename, .parentIdentifier]) {
+            guard let parent = RemotePath(identifier: item.parentIdentifier) else {
+                throw ProviderError.noSuchItem(item.parentIdentifier)
+            }
+            guard let target = RemotePath.decode(Substring(parent.appending(item.filename).encoded)) else {
+                throw ProviderError.cannotSynchronize(reason: "'\(item.filename)' cannot be a name on the server")
+            }
+            if target != source {
+                try await move(source, to: target, isCollection: existing.kind == .directory)
+                path = target
+            }
+        }
+        let modified = try await properties(of: path)
+        history.noteHandedOut([modified.identifier])
+        return modified
+    }
+
+    public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteItemOptions)
+        async throws
+    {
+        guard let path = RemotePath(identifier: identifier), !path.components.isEmpty else {
+            throw ProviderError.deletionRejected
+        }
+        let existing = try await properties(of: path)
+        let isFolder = existing.kind == .directory
+        if let baseVersion, !isFolder, existing.version.content != baseVersion.content {
+            throw ProviderError.conflict(remote: existing)
+        }
+        if isFolder, !options.contains(.recursive) {
+            var isEmpty = true
+            try await listChildren(of: path) { _ in isEmpty = false }
+            guard isEmpty else { throw ProviderError.directoryNotEmpty }
+        }
+        var headers: [(String, String)] = []
+        if !isFolder, let etag = RemoteVersion.etag(of: existing.version) { headers.append(("If-Match", etag)) }
+        let request = WebDAVClient.Request(
+            method: .DELETE, path: path, isCollection: isFolder, headers: headers, isIdempotent: false)
+        let (response, _) = try await client.sendCollecting(request)
+        switch response.status.code {
+        case 200, 204: return
+        case 412: throw ProviderError.conflict(remote: try? await properties(of: path))
+        case 207: throw ProviderError.cannotSynchronize(reason: "DELETE \(path): the server kept some of its contents")
+        default: throw WebDAVClient.error(for: response.status, path: path, method: request.method)
+        }
+    }
+
+    /// The item at `path`, or nil when there is none.
+    private func existingItem(at path: RemotePath) async throws -> Item? {
+        do { return try await properties(of: path) } catch ProviderError.noSuchItem { return nil }
+    }
+
+    /// Uploads `contents` (empty when nil) to `path` with one `PUT`; returns the status.
+    private func put(_ contents: URL?, to path: RemotePath, precondition: (String, String)?) async throws
+        -> HTTPResponseStatus
+    {
+        let size: Int64
+        if let contents {
+            size = try await BlockingIO.run {
+                ((try FileManager.default.attributesOfItem(atPath: contents.path))[.size] as? NSNumber)?.int64Value ?? 0
+            }
+        } else {
+            size = 0
+        }
+        var headers = [("Content-Type", "application/octet-stream")]
+        if let precondition { headers.append(precondition) }
+        let request = WebDAVClient.Request(
+            method: .PUT, path: path, headers: headers,
+            body: { contents.map { .stream(FileChunks(url: $0), length: .known(size)) } ?? .bytes(ByteBuffer()) },
+            isIdempotent: false)
+        let (response, _) = try await client.sendCollecting(request)
+        return response.status
+    }
+
+    /// `MOVE` with `Overwrite: F`: a taken target name is a collision, never replaced.
+    private func move(_ source: RemotePath, to target: RemotePath, isCollection: Bool) async throws {
+        let request = WebDAVClient.Request(
+            method: .RAW(value: "MOVE"), path: source, isCollection: isCollection,
+            headers: [("Destination", client.url(of: target, isCollection: isCollection)), ("Overwrite", "F")],
+            isIdempotent: false)
+        let (response, _) = try await client.sendCollecting(request)
+        switch response.status.code {
+        case 201, 204: return
+        case 412: throw ProviderError.filenameCollision(existing: target.identifier)
+        case 409: throw ProviderError.noSuchItem(target.parent.identifier)
+        default: throw WebDAVClient.error(for: response.status, path: source, method: request.method)
+        }
+    }
+}
+
+/// A file's bytes as request-body chunks, read off the cooperative threads.
+struct FileChunks: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let url: URL
+
+    func makeAsyncIterator() -> Iterator { Iterator(url: url) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let url: URL
+        var handle: FileHandle?
+        var finished = false
+
+        init(url: URL) { self.url = url }
+
+        mutating func next() async throws -> ByteBuffer? {
+            if finished { return nil }
+            if handle == nil {
+                let url = url
+                handle = try await BlockingIO.run { try FileHandle(forReadingFrom: url) }
+            }
+            let handle = handle!
+            let chunk = try await BlockingIO.run { try handle.read(upToCount: 1 << 20) ?? Data() }
+            if chunk.isEmpty {
+                finished = true
+                try? handle.close()
+                return nil
+            }
+            return ByteBuffer(bytes: chunk)
+        }
+    }
+}

@@ -1,0 +1,248 @@
+/// A namespace-aware XML tokenizer that takes its input in pieces, as they arrive from the network.
+///
+/// PROPFIND answers can be megabytes long; parsing them as they stream in keeps memory flat however
+/// large the folder. This handles what a multistatus body uses — elements, attributes, namespace
+/// declarations, text, the predefined and numeric character references, CDATA, comments and
+/// processing instructions — and refuses DTDs, which a WebDAV server has no reason to send.
+struct XMLPullParser {
+    /// An element's name with its prefix resolved to the namespace it stands for.
+    struct Name: Hashable, Sendable {
+        var namespace: String
+        var local: String
+    }
+
+    enum Event: Equatable {
+        case start(Name)
+        case end(Name)
+        case text([UInt8])
+    }
+
+    /// What made the document unreadable, for the error message.
+    struct Malformed: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { "malformed XML: \(reason)" }
+    }
+
+    /// The longest markup or text run held while waiting for its end; more means a broken stream.
+    static let maximumTokenLength = 1 << 20
+
+    private var buffer: [UInt8] = []
+    private var position = 0
+    /// Open elements, innermost last, with the namespace declarations each made.
+    private var open: [(name: Name, qualified: [UInt8], declarations: [String: String])] = []
+    private var sawRoot = false
+
+    /// Consumes `bytes` and returns the events they complete, in order.
+    mutating func feed(_ bytes: some Sequence<UInt8>) throws(Malformed) -> [Event] {
+        if position > 0, position >= buffer.count / 2 {
+            buffer.removeFirst(position)
+            position = 0
+        }
+        buffer.append(contentsOf: bytes)
+        var events: [Event] = []
+        while position < buffer.count {
+            guard let consumed = try nextToken(into: &events) else { break }
+            position = consumed
+        }
+        if buffer.count - position > Self.maximumTokenLength {
+            throw Malformed(reason: "a token longer than \(Self.maximumTokenLength) bytes")
+        }
+        return events
+    }
+
+    /// Checks that the document ended complete.
+    func finish() throws(Malformed) {
+        if let innermost = open.last { throw Malformed(reason: "<\(innermost.name.local)> is never closed") }
+        if !sawRoot { throw Malformed(reason: "no root element") }
+        let rest = buffer[position...]
+        if !rest.allSatisfy(Self.isSpace) { throw Malformed(reason: "unfinished markup at the end") }
+    }
+
+    /// Reads one token starting at `position`; returns where the next starts, or nil when the
+    /// buffer ends before the token does.
+    private mutating func nextToken(into events: inout [Event]) throws(Malformed) -> Int? {
+        let start = position
+        guard buffer[start] == UInt8(ascii: "<") else {
+            guard let end = buffer[start...].firstIndex(of: UInt8(ascii: "<")) else { return nil }
+            let text = buffer[start..<end]
+            if open.isEmpty {
+                guard text.allSatisfy(Self.isSpace) else { throw Malformed(reason: "text outside the root element") }
+            } else {
+                events.append(.text(try Self.decodeReferences(text)))
+            }
+            return end
+        }
+        if hasPrefix("<!--", at: start) {
+            return find("-->", from: start + 4).map { $0 + 3 }
+        }
+        if hasPrefix("<![CDATA[", at: start) {
+            guard let end = find("]]>", from: start + 9) else { return nil }
+            guard !open.isEmpty else { throw Malformed(reason: "CDATA outside the root element") }
+            events.append(.text(Array(buffer[(start + 9)..<end])))
+            return end + 3
+        }
+        if hasPrefix("<?", at: start) {
+            return find("?>", from: start + 2).map { $0 + 2 }
+        }
+        if hasPrefix("<!", at: start) {
+            if buffer.count - start < 9 { return nil }
+            throw Malformed(reason: "a DTD or declaration, which is not accepted")
+        }
+        guard let end = tagEnd(from: start + 1) else { return nil }
+        try tag(buffer[(start + 1)..<end], into: &events)
+        return end + 1
+    }
+
+    /// Handles the inside of `<…>`: a start tag, an end tag or an empty-element tag.
+    private mutating func tag(_ body: ArraySlice<UInt8>, into events: inout [Event]) throws(Malformed) {
+        if body.first == UInt8(ascii: "/") {
+            let qualified = Array(body.dropFirst().prefix { !Self.isSpace($0) })
+            guard let innermost = open.popLast(), innermost.qualified == qualified else {
+                throw Malformed(reason: "unexpected </\(String(decoding: qualified, as: UTF8.self))>")
+            }
+            events.append(.end(innermost.name))
+            return
+        }
+        let isEmpty = body.last == UInt8(ascii: "/")
+        let content = isEmpty ? body.dropLast() : body
+        let qualified = Array(content.prefix { !Self.isSpace($0) })
+        guard !qualified.isEmpty else { throw Malformed(reason: "a tag without a name") }
+        if open.isEmpty {
+            if sawRoot { throw Malformed(reason: "a second root element") }
+            sawRoot = true
+        }
+        var declarations: [String: String] = [:]
+        for (name, value) in try Self.attributes(content.dropFirst(qualified.count)) {
+            if name == "xmlns" {
+                declarations[""] = value
+            } else if name.hasPrefix("xmlns:") {
+                declarations[String(name.dropFirst(6))] = value
+            }
+        }
+        open.append((Name(namespace: "", local: ""), qualified, declarations))
+        let name = try resolve(qualified)
+        open[open.count - 1].name = name
+        events.append(.start(name))
+        if isEmpty {
+            open.removeLast()
+            events.append(.end(name))
+        }
+    }
+
+    /// The namespace and local part of a qualified name, by the declarations in scope.
+    private func resolve(_ qualified: [UInt8]) throws(Malformed) -> Name {
+        let text = String(decoding: qualified, as: UTF8.self)
+        let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        let (prefix, local) = parts.count == 2 ? (String(parts[0]), String(parts[1])) : ("", text)
+        for scope in open.reversed() {
+            if let namespace = scope.declarations[prefix] { return Name(namespace: namespace, local: local) }
+        }
+        guard prefix.isEmpty else { throw Malformed(reason: "undeclared namespace prefix '\(prefix)'") }
+        return Name(namespace: "", local: local)
+    }
+
+    /// The attributes of a start tag, values with references decoded.
+    private static func attributes(_ bytes: ArraySlice<UInt8>) throws(Malformed) -> [(String, String)] {
+        var result: [(String, String)] = []
+        var index = bytes.startIndex
+        while true {
+            while index < bytes.endIndex, isSpace(bytes[index]) { index += 1 }
+            guard index < bytes.endIndex else { return result }
+            guard let equals = bytes[index...].firstIndex(of: UInt8(ascii: "=")) else {
+                throw Malformed(reason: "an attribute without a value")
+            }
+            let name = String(decoding: bytes[index..<equals].filter { !isSpace($0) }, as: UTF8.self)
+            var quote = equals + 1
+            while quote < bytes.endIndex, isSpace(bytes[quote]) { quote += 1 }
+            guard quote < bytes.endIndex, bytes[quote] == UInt8(ascii: "\"") || bytes[quote] == UInt8(ascii: "'"),
+                let close = bytes[(quote + 1)...].firstIndex(of: bytes[quote])
+            else { throw Malformed(reason: "an unquoted attribute value") }
+            result.append((name, String(decoding: try decodeReferences(bytes[(quote + 1)..<close]), as: UTF8.self)))
+            index = close + 1
+        }
+    }
+
+    /// Text with `&lt;`, `&#233;` and the like replaced by the characters they stand for.
+    private static func decodeReferences(_ text: ArraySlice<UInt8>) throws(Malformed) -> [UInt8] {
+        guard text.contains(UInt8(ascii: "&")) else { return Array(text) }
+        var result: [UInt8] = []
+        result.reserveCapacity(text.count)
+        var index = text.startIndex
+        while index < text.endIndex {
+            guard text[index] == UInt8(ascii: "&") else {
+                result.append(text[index])
+                index += 1
+                continue
+            }
+            guard let semicolon = text[index...].firstIndex(of: UInt8(ascii: ";")), semicolon - index <= 10 else {
+                throw Malformed(reason: "an unterminated character reference")
+            }
+            let name = String(decoding: text[(index + 1)..<semicolon], as: UTF8.self)
+            let scalar: Unicode.Scalar?
+            switch name {
+            case "lt": scalar = "<"
+            case "gt": scalar = ">"
+            case "amp": scalar = "&"
+            case "quot": scalar = "\""
+            case "apos": scalar = "'"
+            default:
+                if name.hasPrefix("#x") || name.hasPrefix("#X") {
+                    scalar = UInt32(name.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init)
+                } else if name.hasPrefix("#") {
+                    scalar = UInt32(name.dropFirst(1)).flatMap(Unicode.Scalar.init)
+                } else {
+                    scalar = nil
+                }
+            }
+            guard let scalar else { throw Malformed(reason: "unknown reference &\(name);") }
+            result.append(contentsOf: String(Character(scalar)).utf8)
+            index = semicolon + 1
+        }
+        return result
+    }
+
+    /// The index of the `>` closing a tag that starts before `from`, skipping quoted values.
+    private func tagEnd(from: Int) -> Int? {
+        var quote: UInt8?
+        var index = from
+        while index < buffer.count {
+            let byte = buffer[index]
+            if let open = quote {
+                if byte == open { quote = nil }
+            } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
+                quote = byte
+            } else if byte == UInt8(ascii: ">") {
+                return index
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    private func hasPrefix(_ prefix: StaticString, at index: Int) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        guard buffer.count - index >= count else {
+            // Undecidable yet only if what is there so far matches the start of the prefix.
+            return false
+        }
+        return prefix.withUTF8Buffer { buffer[index..<(index + count)].elementsEqual($0) }
+    }
+
+    private func find(_ terminator: StaticString, from: Int) -> Int? {
+        terminator.withUTF8Buffer { needle in
+            guard buffer.count >= needle.count else { return nil }
+            var index = from
+            while index + needle.count <= buffer.count {
+                if buffer[index] == needle[0], buffer[index..<(index + needle.count)].elementsEqual(needle) {
+                    return index
+                }
+                index += 1
+            }
+            return nil
+        }
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+}
