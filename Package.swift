@@ -91,7 +91,7 @@ let package = Package(
         .executableTarget(
             name: "fpfs",
             dependencies: [
-                "CFuse", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "ProviderTesting",
+                "CFuse", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider", "ProviderTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -42,7 +42,8 @@ struct Daemon {
         }
         try await store.setSetting("remote", to: remote.name)
 
-        var provider = try remote.makeProvider(stateDirectory: cacheDirectory.appendingPathComponent("provider"))
+        var provider = try remote.makeProvider(
+            stateDirectory: cacheDirectory.appendingPathComponent("provider"), connections: pipelineDepth + 2)
         if let faultSpec {
             do {
                 provider = try FaultInjector(spec: faultSpec).wrap(provider)
@@ -68,7 +69,11 @@ struct Daemon {
         do {
             fileSystem = try await FileSystem.start(
                 provider: provider, store: store, cache: cache, configuration: configuration, logger: logger)
+        } catch ProviderError.notAuthenticated(let reason) {
+            await provider.invalidate()
+            throw CommandFailure("authentication failed for \(remote.name): \(reason)")
         } catch {
+            await provider.invalidate()
             throw CommandFailure("cannot reach the remote \(remote.name): \(error)")
         }
         if fileSystem.isOffline {

@@ -6,10 +6,17 @@ import VFS
 struct MountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount REMOTE (a folder path, file://, later webdav:// and s3://) on MOUNTPOINT.")
+        abstract: "Mount REMOTE (a folder path, file://, webdav://, webdavs://; later s3://) on MOUNTPOINT.",
+        discussion: """
+            A WebDAV password comes from the environment variable FPFS_PASSWORD or from ~/.netrc \
+            ($NETRC), never from the command line.
+            """)
 
-    @Argument(help: "The remote: a folder path or file:///path[?delay=300ms&bandwidth=50MiB].")
+    @Argument(help: "The remote: a folder path, file:///path[?delay=300ms&bandwidth=50MiB], or webdav(s)://host[:port]/path.")
     var remote: String
+
+    @Option(help: "The user to log in to a WebDAV server as (password: FPFS_PASSWORD or ~/.netrc).")
+    var user: String?
 
     @Argument(help: "An existing, empty folder to mount on.")
     var mountpoint: String
@@ -50,7 +57,7 @@ struct MountCommand: AsyncParsableCommand {
                 throw CommandFailure("--pipeline-depth must be a whole number from 1 to 128")
             }
             let blockSize = try Self.parseBlockSize(self.blockSize)
-            let remote = try Remote(parsing: self.remote)
+            let remote = try Remote(parsing: self.remote, user: user)
             let cacheDirectory = cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
                 ?? CacheDirectory.default(for: remote)
             if let reason = try remote.unreachableReason(),
@@ -77,6 +84,7 @@ struct MountCommand: AsyncParsableCommand {
                     "--pipeline-depth", String(pipelineDepth), "--ready-fd", "3",
                 ]
                 if let nonMaterializing { arguments += ["--non-materializing", nonMaterializing] }
+                if let user { arguments += ["--user", user] }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }
                 try DaemonLauncher.launch(
                     arguments: arguments, logFile: cacheDirectory.appendingPathComponent("fpfs.log"),

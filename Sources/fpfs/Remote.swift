@@ -1,6 +1,7 @@
 import FileProviderKit
 import Foundation
 import LocalProvider
+import WebDAVProvider
 
 /// The REMOTE argument of `fpfs mount`, parsed: which provider serves it, and how it is named in
 /// /proc/mounts (`fpfs:NAME`) and in the default cache folder.
@@ -8,14 +9,17 @@ struct Remote: Sendable {
     enum Kind: Sendable {
         /// A folder on this machine, with the slow-remote options of its URL query.
         case folder(path: String, requestDelay: Duration, bandwidthLimit: UInt64?)
+        /// A WebDAV collection at an `http(s)://` URL, and the user to log in as.
+        case webdav(url: URL, user: String?)
     }
 
     let kind: Kind
     /// The remote as the user gave it, made absolute for folders.
     let name: String
 
-    /// Parses a path, `file://` URL, or one of the planned schemes; throws a message naming the problem.
-    init(parsing argument: String) throws {
+    /// Parses a path, `file://` URL, `webdav://` or `webdavs://` URL, or one of the planned schemes;
+    /// throws a message naming the problem. `user` is `--user`, for remotes that log in.
+    init(parsing argument: String, user: String? = nil) throws {
         guard !argument.isEmpty else { throw CommandFailure("the remote is empty") }
         if let schemeEnd = argument.range(of: "://") {
             let scheme = argument[..<schemeEnd.lowerBound].lowercased()
@@ -41,7 +45,10 @@ struct Remote: Sendable {
                 }
                 let path = components.percentEncodedPath.removingPercentEncoding ?? components.path
                 try self.init(folder: path, name: "file://" + path, delay: delay, bandwidth: bandwidth)
-            case "webdav", "webdavs", "s3":
+            case "webdav", "webdavs":
+                try self.init(webdav: argument, secure: scheme == "webdavs", user: user)
+                return
+            case "s3":
                 throw CommandFailure("\(scheme):// remotes are not supported by this build yet")
             default:
                 throw CommandFailure(
@@ -51,6 +58,31 @@ struct Remote: Sendable {
             let absolute = URL(fileURLWithPath: argument).standardizedFileURL.path
             try self.init(folder: absolute, name: absolute, delay: .zero, bandwidth: nil)
         }
+    }
+
+    /// `webdav://HOST[:PORT]/PATH` (plain HTTP) or `webdavs://…` (HTTPS). A password in the URL is
+    /// refused: it would show in the process list and in /proc/mounts.
+    private init(webdav argument: String, secure: Bool, user: String?) throws {
+        guard var components = URLComponents(string: argument), let host = components.host, !host.isEmpty else {
+            throw CommandFailure("'\(argument)' is not a valid WebDAV URL (example: webdav://host:8080/path)")
+        }
+        guard components.password == nil else {
+            throw CommandFailure("do not put the password in the URL: set FPFS_PASSWORD or use ~/.netrc")
+        }
+        guard components.query == nil, components.fragment == nil else {
+            throw CommandFailure("a WebDAV URL takes no ?query or #fragment: '\(argument)'")
+        }
+        let urlUser = components.user
+        if let urlUser, let user, urlUser != user {
+            throw CommandFailure("the URL names user '\(urlUser)' but --user says '\(user)'")
+        }
+        components.user = nil
+        components.scheme = secure ? "https" : "http"
+        if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
+        guard let url = components.url else { throw CommandFailure("'\(argument)' is not a valid WebDAV URL") }
+        components.scheme = secure ? "webdavs" : "webdav"
+        kind = .webdav(url: url, user: user ?? urlUser)
+        name = components.string ?? argument
     }
 
     private init(folder path: String, name: String, delay: Duration, bandwidth: UInt64?) throws {
@@ -69,12 +101,16 @@ struct Remote: Sendable {
             }
             guard isDirectory.boolValue else { throw CommandFailure("the remote '\(path)' is not a folder") }
             return nil
+        case .webdav:
+            // Asked by the daemon when it starts: a server that does not answer then means an
+            // offline start (with a cache) or a clear error (without).
+            return nil
         }
     }
 
-    /// A provider for this remote, keeping its own state in `stateDirectory`; an `OfflineProvider`
-    /// when the remote cannot be reached.
-    func makeProvider(stateDirectory: URL) throws -> any FileProvider {
+    /// A provider for this remote, keeping its own state in `stateDirectory` and keeping up to
+    /// `connections` requests in flight; an `OfflineProvider` when the remote cannot be reached.
+    func makeProvider(stateDirectory: URL, connections: Int) throws -> any FileProvider {
         if let reason = try unreachableReason() { return OfflineProvider(reason: reason) }
         switch kind {
         case .folder(let path, let delay, let bandwidth):
@@ -83,6 +119,12 @@ struct Remote: Sendable {
             options.bandwidthLimit = bandwidth
             options.stateDirectory = stateDirectory
             return try LocalProvider(root: URL(fileURLWithPath: path), options: options)
+        case .webdav(let url, let user):
+            let credentials = try PasswordSource.credentials(
+                user: user, host: url.host ?? "", environment: ProcessInfo.processInfo.environment)
+            return try WebDAVProvider(
+                configuration: .init(
+                    url: url, credentials: credentials, stateDirectory: stateDirectory, maximumConnections: connections))
         }
     }
 
