@@ -107,6 +107,13 @@ let package = Package(
             name: "LocalProviderTests", dependencies: ["LocalProvider", "ProviderTesting", "FileProviderKit"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "WebDAVProviderTests",
+            dependencies: [
+                "WebDAVProvider", "ProviderTesting", "FileProviderKit",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "MetadataStoreTests", dependencies: ["MetadataStore", "FileProviderKit"],
             swiftSettings: swiftSettings),
         .testTarget(

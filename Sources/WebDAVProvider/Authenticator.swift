@@ -124,7 +124,11 @@ struct DigestChallenge {
         self.isStale = challenge.parameters["stale"]?.lowercased() == "true"
     }
 
-    func authorization(credentials: WebDAVCredentials, method: String, uri: String, nonceCount: Int) -> String {
+    /// The `Authorization` value for one request; `cnonce` is random unless a test fixes it.
+    func authorization(
+        credentials: WebDAVCredentials, method: String, uri: String, nonceCount: Int,
+        cnonce: String = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    ) -> String {
         let hash: (String) -> String =
             algorithm == "SHA-256"
             ? { SHA256.hash(data: Data($0.utf8)).hexadecimal } : { Insecure.MD5.hash(data: Data($0.utf8)).hexadecimal }
@@ -132,7 +136,6 @@ struct DigestChallenge {
         let ha2 = hash("\(method):\(uri)")
         let hex = String(nonceCount, radix: 16)
         let nc = String(repeating: "0", count: max(0, 8 - hex.count)) + hex
-        let cnonce = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         let response = qopAuth ? hash("\(ha1):\(nonce):\(nc):\(cnonce):auth:\(ha2)") : hash("\(ha1):\(nonce):\(ha2)")
         var fields = [
             "username=\"\(credentials.user)\"", "realm=\"\(realm)\"", "nonce=\"\(nonce)\"", "uri=\"\(uri)\"",

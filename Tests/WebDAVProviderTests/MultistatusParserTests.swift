@@ -1,0 +1,73 @@
+import Testing
+
+@testable import WebDAVProvider
+
+@Suite struct MultistatusParserTests {
+    static let answer = """
+        <?xml version="1.0" encoding="utf-8"?>
+        <D:multistatus xmlns:D="DAV:" xmlns:ns0="http://owncloud.org/ns">
+        <D:response>
+          <D:href>/dav/docs/</D:href>
+          <D:propstat><D:prop>
+            <D:resourcetype><D:collection/></D:resourcetype>
+            <D:getlastmodified>Sun, 06 Nov 1994 08:49:37 GMT</D:getlastmodified>
+          </D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>
+          <D:propstat><D:prop><D:getcontentlength/><ns0:fileid/></D:prop>
+            <D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>
+        </D:response>
+        <D:response>
+          <D:href>/dav/docs/read%20me.txt</D:href>
+          <D:propstat><D:prop>
+            <D:resourcetype/>
+            <D:getcontentlength>42</D:getcontentlength>
+            <D:getetag>"2a-5e3f"</D:getetag>
+            <D:creationdate>2024-01-02T03:04:05.25Z</D:creationdate>
+            <ns0:fileid>00000123oc</ns0:fileid>
+          </D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>
+        </D:response>
+        <D:response><D:href>/dav/docs/gone</D:href><D:status>HTTP/1.1 404 Not Found</D:status></D:response>
+        </D:multistatus>
+        """
+
+    @Test func readsEachResponseAndOnlyPropertiesWithStatus200() throws {
+        var parser = MultistatusParser()
+        var responses: [MultistatusParser.Response] = []
+        for chunk in Array(Self.answer.utf8).chunked(into: 7) { responses += try parser.feed(chunk) }
+        try parser.finish()
+        #expect(responses.count == 3)
+        #expect(responses[0].href == "/dav/docs/")
+        #expect(responses[0].isCollection)
+        #expect(responses[0].contentLength == nil)
+        #expect(responses[0].fileID == nil)
+        #expect(responses[0].lastModified == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(responses[1].href == "/dav/docs/read%20me.txt")
+        #expect(!responses[1].isCollection)
+        #expect(responses[1].contentLength == 42)
+        #expect(responses[1].etag == "\"2a-5e3f\"")
+        #expect(responses[1].creationDate == "2024-01-02T03:04:05.25Z")
+        #expect(responses[1].fileID == "00000123oc")
+        #expect(responses[2].status == 404)
+    }
+
+    @Test func refusesAnAnswerThatIsNotAMultistatus() {
+        var parser = MultistatusParser()
+        #expect(throws: XMLPullParser.Malformed.self) { _ = try parser.feed(Array("<html><body/></html>".utf8)) }
+    }
+
+    @Test func datesParse() {
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT")?.seconds == 784_111_777)
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT")?.seconds == 784_111_777)
+        #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994")?.seconds == 784_111_777)
+        #expect(HTTPDate.parse("yesterday") == nil)
+        let iso = HTTPDate.parseISO8601("2024-01-02T03:04:05.25Z")
+        #expect(iso?.seconds == 1_704_164_645)
+        #expect(iso?.nanoseconds == 250_000_000)
+        #expect(HTTPDate.parseISO8601("2024-01-02T04:04:05+01:00")?.seconds == 1_704_164_645)
+    }
+}
+
+extension Array {
+    func chunked(into size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

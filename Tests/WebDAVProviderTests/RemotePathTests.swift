@@ -1,0 +1,36 @@
+import FileProviderKit
+import Foundation
+import Testing
+
+@testable import WebDAVProvider
+
+@Suite struct RemotePathTests {
+    @Test func identifiersRoundTripAndAreCanonical() throws {
+        let path = try #require(RemotePath.decode("docs/r%C3%A9sum%c3%a9 (1).txt"))
+        #expect(path.identifier.rawValue == "/docs/r%C3%A9sum%C3%A9%20%281%29.txt")
+        #expect(RemotePath(identifier: path.identifier) == path)
+        #expect(RemotePath(identifier: .rootContainer) == .root)
+        #expect(path.parent.identifier.rawValue == "/docs")
+        #expect(path.parent.parent.identifier == .rootContainer)
+        #expect(RemotePath(identifier: ItemIdentifier("fpfs-local-1")) == nil)
+    }
+
+    @Test(arguments: ["a/../b", "a/./b", "a//b", "a/%2F", "a/%00", "%zz", "a/%4"])
+    func badComponentsAreRefused(_ encoded: String) {
+        #expect(RemotePath.decode(Substring(encoded)) == nil)
+    }
+
+    @Test func hrefsResolveOnlyBelowTheMountedCollection() async throws {
+        let client = try WebDAVClient(
+            configuration: .init(url: URL(string: "http://127.0.0.1:8080/my%20dav/")!))
+        #expect(client.path(ofHref: "/my%20dav/") == .root)
+        #expect(client.path(ofHref: "/my dav/a%20b/")?.description == "/a b")
+        #expect(client.path(ofHref: "http://127.0.0.1:8080/my%20dav/x")?.description == "/x")
+        #expect(client.path(ofHref: "http://elsewhere:8080/my%20dav/x") == nil)
+        #expect(client.path(ofHref: "/other/x") == nil)
+        #expect(client.path(ofHref: "/my%20dav/../etc/passwd") == nil)
+        #expect(client.path(ofHref: "/my%20dav/a%2Fb") == nil)
+        #expect(client.url(of: RemotePath.decode("a b/c")!, isCollection: true) == "http://127.0.0.1:8080/my%20dav/a%20b/c/")
+        await client.shutdown()
+    }
+}

@@ -1,0 +1,81 @@
+import Testing
+
+@testable import WebDAVProvider
+
+@Suite struct XMLPullParserTests {
+    static let document = """
+        <?xml version="1.0" encoding="utf-8"?>
+        <!-- a comment -->
+        <d:multistatus xmlns:d="DAV:" xmlns:x='urn:x'>
+          <d:response><d:href>/dav/a%20b</d:href><x:e a="1 &gt; 0"/><![CDATA[<raw>]]>&lt;&#233;&#x4E2D;&amp;</d:response>
+        </d:multistatus>
+        """
+
+    static let expected: [XMLPullParser.Event] = [
+        .start(.init(namespace: "DAV:", local: "multistatus")),
+        .start(.init(namespace: "DAV:", local: "response")),
+        .start(.init(namespace: "DAV:", local: "href")),
+        .text(Array("/dav/a%20b".utf8)),
+        .end(.init(namespace: "DAV:", local: "href")),
+        .start(.init(namespace: "urn:x", local: "e")),
+        .end(.init(namespace: "urn:x", local: "e")),
+        .text(Array("<raw>".utf8)),
+        .text(Array("<é中&".utf8)),
+        .end(.init(namespace: "DAV:", local: "response")),
+        .end(.init(namespace: "DAV:", local: "multistatus")),
+    ]
+
+    /// Joins adjacent text events and drops white space between elements, which is where
+    /// different splits of the input may legitimately differ.
+    static func normalized(_ events: [XMLPullParser.Event]) -> [XMLPullParser.Event] {
+        var result: [XMLPullParser.Event] = []
+        for event in events {
+            if case .text(let bytes) = event {
+                if bytes.allSatisfy({ [0x20, 0x0A, 0x09, 0x0D].contains($0) }) { continue }
+                if case .text(let previous) = result.last {
+                    result[result.count - 1] = .text(previous + bytes)
+                    continue
+                }
+            }
+            result.append(event)
+        }
+        return result
+    }
+
+    @Test func parsesAWholeDocument() throws {
+        var parser = XMLPullParser()
+        let events = try parser.feed(Array(Self.document.utf8))
+        try parser.finish()
+        #expect(Self.normalized(events) == Self.normalized(Self.expected))
+    }
+
+    @Test func everySplitPointGivesTheSameEvents() throws {
+        let bytes = Array(Self.document.utf8)
+        for split in 0...bytes.count {
+            var parser = XMLPullParser()
+            let events = try parser.feed(bytes[..<split]) + parser.feed(bytes[split...])
+            try parser.finish()
+            #expect(Self.normalized(events) == Self.normalized(Self.expected), "split at \(split)")
+        }
+    }
+
+    @Test func byteByByteGivesTheSameEvents() throws {
+        var parser = XMLPullParser()
+        var events: [XMLPullParser.Event] = []
+        for byte in Self.document.utf8 { events += try parser.feed([byte]) }
+        try parser.finish()
+        #expect(Self.normalized(events) == Self.normalized(Self.expected))
+    }
+
+    @Test(arguments: [
+        "<a><b></a>", "<a>", "<a></a><b/>", "text<a/>", "<x:a/>", "<a>&bogus;</a>",
+        "<!DOCTYPE a [<!ENTITY e \"boom\">]><a/>", "<a b=c/>", "",
+    ])
+    func refusesMalformedDocuments(_ text: String) {
+        #expect(throws: XMLPullParser.Malformed.self) {
+            var parser = XMLPullParser()
+            _ = try parser.feed(Array(text.utf8))
+            try parser.finish()
+        }
+    }
+}
