@@ -3,11 +3,15 @@ import FileProviderKit
 /// How an item's version is spelled: the server's ETag where it gives one, else the modification
 /// second and size — what a GET's headers and a PROPFIND's properties both tell, so a version
 /// read from either is the same.
+///
+/// A weak ETag counts as its strong form: Apache marks an ETag weak (`W/"…"`) for the second after
+/// a change and strong afterwards, and the same bytes must keep the same version.
 enum RemoteVersion {
     /// The version of a resource with these validators.
     static func make(etag: String?, lastModified: Timestamp?, size: UInt64) -> ItemVersion {
         let text: String
-        if let etag, !etag.isEmpty {
+        if var etag, !etag.isEmpty {
+            if etag.hasPrefix("W/") { etag.removeFirst(2) }
             text = etag.utf8.count <= ItemVersion.maximumLength ? etag : "h:" + fingerprint(etag)
         } else {
             text = "m:\(lastModified?.seconds ?? 0):\(size)"
@@ -18,7 +22,7 @@ enum RemoteVersion {
     /// The ETag a version was made from, for `If-Match`; nil when it was made otherwise.
     static func etag(of version: ItemVersion) -> String? {
         let text = String(decoding: version.content, as: UTF8.self)
-        return text.hasPrefix("\"") || text.hasPrefix("W/\"") ? text : nil
+        return text.hasPrefix("\"") ? text : nil
     }
 
     /// A 64-bit FNV-1a digest in hex, for ETags too long to keep whole.

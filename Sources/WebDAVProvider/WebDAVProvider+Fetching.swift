@@ -6,32 +6,35 @@ import NIOHTTP1
 
 extension WebDAVProvider {
     /// One `GET` of the whole file, streamed into the sink as it arrives. Without `version` the
-    /// current content is fetched; with one the fetch is conditional (`If-Match`), and a file that
-    /// changed since gets `versionNoLongerAvailable`. No PROPFIND first: the GET's own headers
-    /// give the size and version of the bytes sent.
+    /// current content is fetched; with one, a file that changed since gets
+    /// `versionNoLongerAvailable` before a byte reaches the sink. No PROPFIND first: the GET's own
+    /// headers give the size and version of the bytes sent. (No `If-Match` either: a weak ETag,
+    /// which Apache sends for a second after each change, never matches one.)
     public func fetchContents(for identifier: ItemIdentifier, version: ItemVersion?, into sink: any ContentSink)
         async throws -> Item
     {
         let path = try filePath(identifier)
-        var headers: [(String, String)] = []
-        if let etag = version.flatMap(RemoteVersion.etag) { headers.append(("If-Match", etag)) }
-        let response = try await client.send(WebDAVClient.Request(method: .GET, path: path, headers: headers))
+        let response = try await client.send(WebDAVClient.Request(method: .GET, path: path))
         guard response.status == .ok else {
             await WebDAVClient.discardBody(of: response)
-            throw fetchError(response.status, path: path, versioned: version != nil)
+            throw WebDAVClient.error(for: response.status, path: path, method: .GET)
         }
         let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
+        var item = Item(path: path, size: expected ?? 0, headers: response.headers)
+        if let version, item.version.content != version.content {
+            await WebDAVClient.discardBody(of: response)
+            throw ProviderError.versionNoLongerAvailable
+        }
         let written = try await stream(response, of: path, from: 0, into: sink)
         if let expected, written != expected { throw shortBody(path, expected: expected, got: written) }
-        let item = Item(path: path, size: written, headers: response.headers)
-        if let version, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
+        item.size = written
         return item
     }
 
     /// One `GET` with `Range` for the aligned blocks around `minimalRange`. The answer must be the
     /// range asked for (`206` with the matching `Content-Range`) or the whole file (`200`, which the
     /// contract allows); anything else is refused before a byte reaches the sink. With
-    /// `strictVersioning` the request carries `If-Match`, and the answer's ETag is checked too.
+    /// `strictVersioning` the answer's ETag must be the version's, checked before a byte is written.
     public func fetchPartialContents(
         for identifier: ItemIdentifier, version: ItemVersion, minimalRange: Range<UInt64>, aligningTo alignment: UInt64,
         options: PartialFetchOptions, into sink: any ContentSink
@@ -44,8 +47,7 @@ extension WebDAVProvider {
             if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
             return PartialFetchResult(retrievedRange: wanted.lowerBound..<wanted.lowerBound, item: item)
         }
-        var headers = [("Range", "bytes=\(wanted.lowerBound)-\(wanted.upperBound - 1)")]
-        if strict, let etag = RemoteVersion.etag(of: version) { headers.append(("If-Match", etag)) }
+        let headers = [("Range", "bytes=\(wanted.lowerBound)-\(wanted.upperBound - 1)")]
         let response = try await client.send(WebDAVClient.Request(method: .GET, path: path, headers: headers))
         switch response.status {
         case .partialContent:
@@ -87,7 +89,7 @@ extension WebDAVProvider {
             return PartialFetchResult(retrievedRange: start..<start, item: item)
         default:
             await WebDAVClient.discardBody(of: response)
-            throw fetchError(response.status, path: path, versioned: strict)
+            throw WebDAVClient.error(for: response.status, path: path, method: .GET)
         }
     }
 
@@ -126,11 +128,6 @@ extension WebDAVProvider {
 
     private func shortBody(_ path: RemotePath, expected: UInt64, got: UInt64) -> ProviderError {
         .serverUnreachable(reason: "GET \(path): the server sent \(got) of \(expected) bytes")
-    }
-
-    private func fetchError(_ status: HTTPResponseStatus, path: RemotePath, versioned: Bool) -> ProviderError {
-        if status == .preconditionFailed, versioned { return .versionNoLongerAvailable }
-        return WebDAVClient.error(for: status, path: path, method: .GET)
     }
 
     /// `Content-Range: bytes START-END/TOTAL`.

@@ -18,6 +18,13 @@ extension WebDAVProvider {
         guard let path = RemotePath.decode(Substring(parent.appending(template.filename).encoded)) else {
             throw ProviderError.cannotSynchronize(reason: "'\(template.filename)' cannot be a name on the server")
         }
+        if template.kind == .symlink { throw ProviderError.featureUnsupported }
+        // Asked first because servers answer a taken name differently (405, 400, 412, or a silent
+        // overwrite when a precondition is ignored); the request's own precondition covers a race.
+        if let existing = try await existingItem(at: path) {
+            if options.contains(.mayAlreadyExist), existing.kind == template.kind { return existing }
+            throw ProviderError.filenameCollision(existing: existing.identifier)
+        }
         switch template.kind {
         case .symlink:
             throw ProviderError.featureUnsupported
@@ -37,10 +44,6 @@ extension WebDAVProvider {
                 throw WebDAVClient.error(for: response.status, path: path, method: request.method)
             }
         case .file:
-            if let existing = try await existingItem(at: path) {
-                if options.contains(.mayAlreadyExist), existing.kind == .file { return existing }
-                throw ProviderError.filenameCollision(existing: existing.identifier)
-            }
             let status = try await put(contents, to: path, precondition: ("If-None-Match", "*"))
             switch status.code {
             case 200, 201, 204: break
@@ -63,11 +66,11 @@ extension WebDAVProvider {
         let existing = try await properties(of: source)
         if changedFields.contains(.contents), existing.kind == .file {
             guard existing.version.content == baseVersion.content else { throw ProviderError.conflict(remote: existing) }
-            let etag = RemoteVersion.etag(of: existing.version)
-            let status = try await put(contents, to: source, precondition: etag.map { ("If-Match", $0) })
+            let status = try await conditionally(on: existing, at: source) { precondition in
+                try await put(contents, to: source, precondition: precondition)
+            }
             switch status.code {
             case 200, 201, 204: break
-            case 412: throw ProviderError.conflict(remote: try? await properties(of: source))
             default: throw WebDAVClient.error(for: status, path: source, method: .PUT)
             }
         }
@@ -105,17 +108,32 @@ extension WebDAVProvider {
             try await listChildren(of: path) { _ in isEmpty = false }
             guard isEmpty else { throw ProviderError.directoryNotEmpty }
         }
-        var headers: [(String, String)] = []
-        if !isFolder, let etag = RemoteVersion.etag(of: existing.version) { headers.append(("If-Match", etag)) }
-        let request = WebDAVClient.Request(
-            method: .DELETE, path: path, isCollection: isFolder, headers: headers, isIdempotent: false)
-        let (response, _) = try await client.sendCollecting(request)
-        switch response.status.code {
-        case 200, 204: return
-        case 412: throw ProviderError.conflict(remote: try? await properties(of: path))
-        case 207: throw ProviderError.cannotSynchronize(reason: "DELETE \(path): the server kept some of its contents")
-        default: throw WebDAVClient.error(for: response.status, path: path, method: request.method)
+        let status = try await conditionally(on: isFolder ? nil : existing, at: path) { precondition in
+            let request = WebDAVClient.Request(
+                method: .DELETE, path: path, isCollection: isFolder, headers: precondition.map { [$0] } ?? [],
+                isIdempotent: false)
+            return try await client.sendCollecting(request).0.status
         }
+        switch status.code {
+        case 200, 204: return
+        case 207: throw ProviderError.cannotSynchronize(reason: "DELETE \(path): the server kept some of its contents")
+        default: throw WebDAVClient.error(for: status, path: path, method: .DELETE)
+        }
+    }
+
+    /// Sends a change with `If-Match` on `existing`'s ETag; a 412 is a conflict — unless the item
+    /// still has the same version, which means the server's ETag is weak for now (Apache, within a
+    /// second of the last change) and `If-Match` cannot match it: then the PROPFIND just made
+    /// stands in for the precondition and the change goes out without it.
+    private func conditionally(
+        on existing: Item?, at path: RemotePath, send: ((String, String)?) async throws -> HTTPResponseStatus
+    ) async throws -> HTTPResponseStatus {
+        guard let existing, let etag = RemoteVersion.etag(of: existing.version) else { return try await send(nil) }
+        let status = try await send(("If-Match", etag))
+        guard status == .preconditionFailed else { return status }
+        let now = try await properties(of: path)
+        guard now.version.content == existing.version.content else { throw ProviderError.conflict(remote: now) }
+        return try await send(nil)
     }
 
     /// The item at `path`, or nil when there is none.
