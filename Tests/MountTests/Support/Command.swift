@@ -50,6 +50,9 @@ struct Command: Sendable, CustomStringConvertible {
     var arguments: [String]
     var directory: String?
     var timeout: Duration
+    /// Variables added to the test's own environment, for what must not be on a command line
+    /// (a password) or what a tool reads from there.
+    var environment: [String: String] = [:]
 
     init(_ arguments: [String], in directory: String? = nil, timeout: Duration = .seconds(60)) {
         precondition(!arguments.isEmpty, "a command needs a program")
@@ -151,7 +154,7 @@ struct Command: Sendable, CustomStringConvertible {
         posix_spawnattr_setflags(
             &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.merging(self.environment) { $1 }
         environment["LC_ALL"] = "C"
         environment["TZ"] = "UTC"
         // posix_spawn_file_actions_addchdir_np needs _GNU_SOURCE, which Swift's Glibc module lacks.

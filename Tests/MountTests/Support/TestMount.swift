@@ -30,10 +30,11 @@ final class TestMount: @unchecked Sendable {
     /// and /proc/mounts shows the mount; otherwise cleans up whatever it left and throws.
     static func start(
         remote: String, mountpoint: String, cacheDir: String, options: [String] = [],
-        timeout: Duration = .seconds(60)
+        environment: [String: String] = [:], timeout: Duration = .seconds(60)
     ) async throws -> TestMount {
-        let command = try mountCommand(
+        var command = try mountCommand(
             remote: remote, mountpoint: mountpoint, cacheDir: cacheDir, options: options, timeout: timeout)
+        command.environment = environment
         let output = await command.run()
         let mount = TestMount(remote: remote, mountpoint: mountpoint, cacheDir: cacheDir)
         guard output.succeeded else {
@@ -48,8 +49,12 @@ final class TestMount: @unchecked Sendable {
     }
 
     /// Mounts `remote` on the scratch directory's mountpoint with its cache directory.
-    static func start(remote: String, in scratch: Scratch, options: [String] = []) async throws -> TestMount {
-        try await start(remote: remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache, options: options)
+    static func start(
+        remote: String, in scratch: Scratch, options: [String] = [], environment: [String: String] = [:]
+    ) async throws -> TestMount {
+        try await start(
+            remote: remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache, options: options,
+            environment: environment)
     }
 
     /// The `fpfs mount` command line the tests use, for tests that look at its failures.
