@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(
             name: "WebDAVProviderTests",
             dependencies: [
-                "WebDAVProvider", "ProviderTesting", "FileProviderKit",
+                "WebDAVProvider", "ProviderTesting", "FileProviderKit", "TestServers",
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
@@ -126,6 +126,7 @@ let package = Package(
             dependencies: ["VFS", "FuseKit", "FileProviderKit", "ProviderTesting", "MetadataStore", "BlockCache"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MountTests", dependencies: [], swiftSettings: swiftSettings),
+            name: "MountTests", dependencies: ["TestServers"], swiftSettings: swiftSettings),
+        .target(name: "TestServers", path: "Tests/TestServers", swiftSettings: swiftSettings),
     ]
 )

@@ -126,11 +126,11 @@ final class WebDAVClient: Sendable {
                 let response = try await http.execute(outgoing, deadline: .now() + .hours(24))
                 switch response.status.code {
                 case 401:
-                    await Self.discardBody(of: response)
                     challenges += 1
                     if challenges <= 2,
                         authenticator.challenged(by: response.headers, hadAuthorization: authorization != nil)
                     {
+                        await Self.discardBody(of: response)
                         continue
                     }
                     return response

@@ -1,0 +1,310 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real WebDAV server on 127.0.0.1 for tests: Apache httpd with mod_dav (Debian's apache2-bin)
+/// or `rclone serve webdav`, serving a folder under `/dav/`, started on a free port and stopped by
+/// its pid.
+///
+/// Apache runs from a configuration of its own in a temporary folder, as `www-data` (it refuses to
+/// serve as root), so the served folder must be readable — and writable, for tests that write —
+/// by that user. Its access log records every request with start time and duration, so tests can
+/// count bytes sent and requests in flight. rclone reads no configuration and caches no listing,
+/// so changes made in the folder show at once.
+public final class WebDAVTestServer: @unchecked Sendable {
+    public enum Kind: String, CaseIterable, Sendable, CustomStringConvertible {
+        case apache, rclone
+        public var description: String { rawValue }
+    }
+
+    public enum AuthScheme: String, Sendable {
+        case basic = "Basic"
+        case digest = "Digest"
+    }
+
+    /// A user the server accepts. rclone knows only Basic.
+    public struct Credentials: Sendable {
+        public var user: String
+        public var password: String
+        public var scheme: AuthScheme
+
+        public init(user: String, password: String, scheme: AuthScheme) {
+            self.user = user
+            self.password = password
+            self.scheme = scheme
+        }
+    }
+
+    public let kind: Kind
+    public let root: URL
+    public let port: Int
+    /// The server's main process, which leads a process group with its workers.
+    public let pid: Int32
+    /// The temporary folder with the configuration and logs.
+    private let directory: URL
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// `http://127.0.0.1:PORT/dav/`.
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)/dav/")! }
+    /// The same collection as an fpfs remote: `webdav://127.0.0.1:PORT/dav/`.
+    public var remote: String { "webdav://127.0.0.1:\(port)/dav/" }
+
+    private init(kind: Kind, root: URL, port: Int, directory: URL, pid: Int32) {
+        self.kind = kind
+        self.root = root
+        self.port = port
+        self.directory = directory
+        self.pid = pid
+    }
+
+    deinit { stop() }
+
+    /// Starts a server for `root` (an existing folder) and returns once it answers; throws with
+    /// the end of its error log if it does not within 20 seconds. With `bytesPerSecond` (Apache
+    /// only) every answer's body is sent no faster, so tests can keep requests in flight.
+    public static func start(
+        _ kind: Kind, serving root: URL, credentials: Credentials? = nil, bytesPerSecond: Int? = nil
+    ) async throws -> WebDAVTestServer {
+        var lastFailure = "no attempt"
+        for _ in 0..<5 {
+            let port = try freePort()
+            let directory = try makeDirectory()
+            let arguments: [String]
+            switch kind {
+            case .apache:
+                try apacheConfiguration(
+                    root: root, port: port, directory: directory, credentials: credentials,
+                    bytesPerSecond: bytesPerSecond
+                ).write(to: directory.appending(path: "httpd.conf"), atomically: true, encoding: .utf8)
+                arguments = ["/usr/sbin/apache2", "-f", directory.appending(path: "httpd.conf").path, "-DFOREGROUND"]
+            case .rclone:
+                precondition(bytesPerSecond == nil && credentials?.scheme != .digest, "rclone: Basic auth only, no rate")
+                var rclone = [
+                    "/usr/bin/rclone", "serve", "webdav", root.path, "--addr", "127.0.0.1:\(port)", "--baseurl", "/dav",
+                    "--config", "/dev/null", "--dir-cache-time", "0s",
+                    "--log-file", directory.appending(path: "error.log").path,
+                ]
+                if let credentials { rclone += ["--user", credentials.user, "--pass", credentials.password] }
+                arguments = rclone
+            }
+            let pid = try spawn(arguments, stderr: directory.appending(path: "stderr.log").path)
+            let server = WebDAVTestServer(kind: kind, root: root, port: port, directory: directory, pid: pid)
+            if await server.waitUntilAnswering(timeout: .seconds(20)) { return server }
+            lastFailure = server.errorLogTail()
+            server.stop()
+            if !lastFailure.contains("in use") { break }
+        }
+        throw TestServerFailure("\(kind) did not start: \(lastFailure)")
+    }
+
+    /// Stops the server and its workers (SIGTERM to the process group, SIGKILL after 5 s), reaps
+    /// it and removes its folder; later calls do nothing.
+    public func stop() {
+        lock.lock()
+        let first = !stopped
+        stopped = true
+        lock.unlock()
+        guard first else { return }
+        kill(-pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(5)
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(-pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                break
+            }
+            usleep(20_000)
+        }
+        // Workers that outlived their parent are still in the group.
+        kill(-pid, SIGKILL)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// True while the main process has not exited; it stays unreaped (a zombie, `Z` in
+    /// /proc/PID/stat) until `stop`, so its pid cannot be reused meanwhile.
+    private var isRunning: Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let afterName = stat.range(of: ") ")
+        else { return false }
+        return stat[afterName.upperBound...].first != "Z"
+    }
+
+    /// Every request Apache logged so far.
+    public func accessLog() throws -> [AccessLogEntry] {
+        guard kind == .apache else { throw TestServerFailure("only Apache keeps an access log") }
+        let text = try String(contentsOf: directory.appending(path: "access.log"), encoding: .utf8)
+        return text.split(separator: "\n").compactMap(AccessLogEntry.init(line:))
+    }
+
+    /// The last lines the server wrote to its error log and stderr, for failure messages.
+    public func errorLogTail() -> String {
+        ["error.log", "stderr.log"].compactMap {
+            try? String(contentsOf: directory.appending(path: $0), encoding: .utf8)
+        }.joined(separator: "\n").split(separator: "\n").suffix(8).joined(separator: "\n")
+    }
+
+    private func waitUntilAnswering(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline, isRunning {
+            if Self.accepts(port: port) { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    private static func apacheConfiguration(
+        root: URL, port: Int, directory: URL, credentials: Credentials?, bytesPerSecond: Int?
+    ) throws -> String {
+        let modules = [
+            "mpm_event", "authz_core", "alias", "dav", "dav_fs", "auth_basic", "auth_digest", "authn_core",
+            "authn_file", "authz_user", "ratelimit", "env",
+        ]
+        var auth = "Require all granted"
+        if let credentials {
+            let file = directory.appending(path: "users")
+            let line: String
+            switch credentials.scheme {
+            case .basic:
+                let hash = try runTool("/usr/bin/htpasswd", ["-nbB", credentials.user, credentials.password])
+                line = hash.trimmingCharacters(in: .whitespacesAndNewlines)
+            case .digest:
+                let digest = try runTool(
+                    "/usr/bin/md5sum", [], input: "\(credentials.user):fpfs-test:\(credentials.password)")
+                line = "\(credentials.user):fpfs-test:\(digest.prefix(32))"
+            }
+            try (line + "\n").write(to: file, atomically: true, encoding: .utf8)
+            auth = """
+                AuthType \(credentials.scheme.rawValue)
+                  AuthName "fpfs-test"
+                  \(credentials.scheme == .digest ? "AuthDigestProvider file" : "AuthBasicProvider file")
+                  AuthUserFile \(file.path)
+                  Require valid-user
+                """
+        }
+        let rate = bytesPerSecond.map {
+            "SetOutputFilter RATE_LIMIT\n  SetEnv rate-limit \(max(1, $0 / 1024))\n  SetEnv rate-initial-burst 0"
+        }
+        return """
+            ServerRoot \(directory.path)
+            PidFile \(directory.path)/httpd.pid
+            Listen 127.0.0.1:\(port)
+            ServerName 127.0.0.1
+            \(modules.map { "LoadModule \($0)_module /usr/lib/apache2/modules/mod_\($0).so" }.joined(separator: "\n"))
+            User www-data
+            Group www-data
+            ThreadsPerChild 64
+            MaxRequestWorkers 128
+            KeepAlive On
+            MaxKeepAliveRequests 0
+            ErrorLog \(directory.path)/error.log
+            LogFormat "%{begin:usec}t\\t%D\\t%m\\t%>s\\t%B\\t%{Range}i\\t%U" timed
+            CustomLog \(directory.path)/access.log timed
+            DavLockDB \(directory.path)/lock/davlock
+            Alias /dav \(root.path)
+            <Directory \(root.path)>
+              Dav On
+              Options None
+              AllowOverride None
+              \(auth)
+              \(rate ?? "")
+            </Directory>
+            """
+    }
+
+    /// A fresh folder for one server, traversable by Apache's user, with a lock folder it owns.
+    private static func makeDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "fpfs-dav-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appending(path: "lock"), withIntermediateDirectories: true)
+        chmod(directory.path, 0o755)
+        chmod(directory.appending(path: "lock").path, 0o777)
+        return directory
+    }
+
+    /// Starts `arguments` as the leader of a new process group, stdin and stdout from and to
+    /// /dev/null, stderr appended to `stderr`.
+    private static func spawn(_ arguments: [String], stderr: String) throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK))
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
+        guard result == 0 else { throw TestServerFailure("cannot start \(arguments[0]): errno \(result)") }
+        return pid
+    }
+
+    /// A port nothing listens on now, from the kernel's choice for a socket bound to port 0.
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestServerFailure("socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw TestServerFailure("bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// True when something accepts a TCP connection on 127.0.0.1:`port`.
+    private static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    /// Runs a small tool to completion and returns its output.
+    private static func runTool(_ path: String, _ arguments: [String], input: String? = nil) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        let stdin = Pipe()
+        process.standardInput = stdin
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        try stdin.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TestServerFailure("\(path) exited \(process.terminationStatus)") }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Why a test server could not be started or asked.
+public struct TestServerFailure: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

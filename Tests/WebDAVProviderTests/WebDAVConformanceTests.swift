@@ -1,0 +1,81 @@
+import FileProviderKit
+import Foundation
+import ProviderTesting
+import TestServers
+import Testing
+
+@testable import WebDAVProvider
+
+/// WebDAVProvider must pass the suite every provider runs, against real servers: Apache mod_dav
+/// and `rclone serve webdav`, each serving the fixture from a folder the suite also changes
+/// directly, as another client of the server would.
+@Suite struct WebDAVConformanceTests {
+    @Test(arguments: WebDAVTestServer.Kind.allCases)
+    func wholeSuite(_ kind: WebDAVTestServer.Kind) async throws {
+        let folder = try ServedFolder()
+        defer { folder.remove() }
+        try await ConformanceFixture.withoutSymlinks.materialize(in: folder.url)
+        try folder.openToServer()
+        let server = try await WebDAVTestServer.start(kind, serving: folder.url)
+        defer { server.stop() }
+        let provider = try WebDAVProvider(configuration: .init(url: server.url))
+        var suite = ProviderConformance(provider: provider, fixture: .withoutSymlinks) { [url = folder.url] mutation in
+            try await mutation.apply(inDirectory: url)
+            try ServedFolder.openToServer(url)
+        }
+        suite.pageSizes = [1, 7, 500]
+        let report = await suite.run()
+        await provider.invalidate()
+        #expect(report.passed, "\(report)")
+        #expect(report.skipped.isEmpty, "\(report)")
+    }
+
+    @Test func wrongPasswordIsNotAuthenticatedAndRightOneLists() async throws {
+        let folder = try ServedFolder()
+        defer { folder.remove() }
+        try folder.openToServer()
+        for scheme in [WebDAVTestServer.AuthScheme.basic, .digest] {
+            let server = try await WebDAVTestServer.start(
+                .apache, serving: folder.url, credentials: .init(user: "alice", password: "s3cret pass", scheme: scheme))
+            defer { server.stop() }
+            let wrong = try WebDAVProvider(
+                configuration: .init(url: server.url, credentials: .init(user: "alice", password: "wrong")))
+            await #expect(throws: ProviderError.self) { try await wrong.checkReachable() }
+            do {
+                try await wrong.checkReachable()
+            } catch ProviderError.notAuthenticated(let reason) {
+                #expect(!reason.contains("wrong"), "the reason shows the password: \(reason)")
+            }
+            await wrong.invalidate()
+            let right = try WebDAVProvider(
+                configuration: .init(url: server.url, credentials: .init(user: "alice", password: "s3cret pass")))
+            try await right.checkReachable()
+            let listing = try await right.enumerator(for: .rootContainer)
+                .enumerateItems(startingAt: .initial, suggestedPageSize: 10)
+            #expect(listing.items.isEmpty)
+            await right.invalidate()
+        }
+    }
+}
+
+/// A temporary folder for a server to serve, opened to Apache's user (`www-data`).
+struct ServedFolder {
+    let url = FileManager.default.temporaryDirectory.appending(path: "fpfs-served-\(UUID().uuidString)")
+
+    init() throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func openToServer() throws { try Self.openToServer(url) }
+
+    /// Makes everything in the folder readable and writable by any user, as the server needs.
+    static func openToServer(_ url: URL) throws {
+        let chmod = Process()
+        chmod.executableURL = URL(fileURLWithPath: "/bin/chmod")
+        chmod.arguments = ["-R", "a+rwX", url.path]
+        try chmod.run()
+        chmod.waitUntilExit()
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
