@@ -4,10 +4,11 @@
 # directly does the same. Needs root only when something is missing.
 
 # Debian packages: libfuse3 and its headers (CFuse), fusermount3 (fuse3), pkg-config (finds fuse3),
-# SQLite headers (GRDB), getfattr (attr), sqlite3, and the ordinary tools the mount tests drive.
+# SQLite headers (GRDB), getfattr (attr), sqlite3, the ordinary tools the mount tests drive, and
+# python3, which runs the misbehaving WebDAV server of the mount tests (Support/fake-webdav.py).
 FPFS_APT_PACKAGES=(
     fuse3 libfuse3-dev pkg-config libsqlite3-dev sqlite3 attr
-    coreutils findutils util-linux git ca-certificates
+    coreutils findutils util-linux git ca-certificates python3
 )
 
 # Prints the packages of FPFS_APT_PACKAGES that dpkg does not report as installed.
