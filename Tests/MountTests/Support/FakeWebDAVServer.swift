@@ -17,7 +17,7 @@ final class FakeWebDAVServer: Sendable {
     /// one is given); the script's docstring says what each fault does.
     struct Rule: Encodable, Sendable {
         enum Fault: String, Encodable, Sendable {
-            case status500, shortBody, wrongRange, badXML, hrefOutside, hrefDotDot, hrefSlash, slow
+            case status500, shortBody, stall, wrongRange, badXML, hrefOutside, hrefDotDot, hrefSlash, slow
         }
 
         var fault: Fault

@@ -11,14 +11,15 @@ a list of rules such as
 A rule applies to a request whose URL path ends with "path" and, if "method" is given, whose
 method is that one; the first rule that applies decides. The faults:
 
-    status500    answer 500 Internal Server Error
-    shortBody    promise Content-Length N, send N/2 bytes, then close the connection
-    wrongRange   answer a Range request with 206 and the Content-Range one byte later than asked
-    badXML       answer PROPFIND with 207 and XML cut off halfway, followed by garbage
-    hrefOutside  list an extra member /elsewhere/x in a folder's PROPFIND Depth 1
+    status500    answer 500 Internal Server Error (GET and PROPFIND)
+    shortBody    GET: promise Content-Length N, send N/2 bytes, then close the connection
+    stall        GET: promise Content-Length N, send N/2 bytes, then fall silent, connection open
+    wrongRange   GET: answer a Range request with 206 and a Content-Range one byte later than asked
+    slow         GET: send the body at "rate" KiB/s (default 64), so a test can stop the server
+    badXML       PROPFIND: answer 207 with the XML cut off halfway, followed by garbage
+    hrefOutside  PROPFIND Depth 1 of a folder: list an extra member /elsewhere/x
     hrefDotDot   ... an extra member /dav/../etc/passwd
     hrefSlash    ... an extra member /dav/FOLDER/a%2Fb (a '/' inside a name)
-    slow         send the body at "rate" KiB/s (default 64), so a test can stop the server mid-read
 
 Usage: fake-webdav.py ROOT --rules FILE [--port N] [--port-file FILE]
 
@@ -38,6 +39,8 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PREFIX = "/dav"
+# How long a stalled answer stays silent: longer than any test waits, shorter than forever.
+STALL_SECONDS = 3600
 
 # The extra member each href fault adds to a folder's listing, given the folder's href.
 EXTRA_HREFS = {
@@ -143,9 +146,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def send_file(self, path, start, length, rule):
-        """Sends `length` bytes from `start`: all of them, half and a closed connection, or slowly."""
+        """Sends `length` bytes from `start`: all of them, slowly, or half and then nothing more."""
         fault = rule.get("fault")
-        if fault == "shortBody":
+        if fault in ("shortBody", "stall"):
             length //= 2
             self.close_connection = True
         chunk = max(1, rule.get("rate", 64) * 1024 // 10) if fault == "slow" else 1 << 16
@@ -162,6 +165,8 @@ class Handler(BaseHTTPRequestHandler):
                         time.sleep(0.1)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        if fault == "stall":
+            time.sleep(STALL_SECONDS)
 
 
 def etag(status):
