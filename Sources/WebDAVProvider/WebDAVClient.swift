@@ -169,7 +169,7 @@ final class WebDAVClient: Sendable {
 
     /// The error for a status that is not the success the caller wanted.
     static func error(for status: HTTPResponseStatus, path: RemotePath, method: HTTPMethod) -> ProviderError {
-        let what = "\(method) \(path) answered \(status.code) \(status.reasonPhrase)"
+        let what = "\(method.rawValue) \(path) answered \(status.code) \(status.reasonPhrase)"
         switch status.code {
         case 401: return .notAuthenticated(reason: "the server refused the user name or password (\(what))")
         case 403: return .notAuthenticated(reason: "the server forbids it (\(what))")

@@ -4,10 +4,15 @@
 # directly does the same. Needs root only when something is missing.
 
 # Debian packages: libfuse3 and its headers (CFuse), fusermount3 (fuse3), pkg-config (finds fuse3),
-# SQLite headers (GRDB), getfattr (attr), sqlite3, and the ordinary tools the mount tests drive.
+# SQLite headers (GRDB), getfattr (attr), sqlite3, the ordinary tools the mount tests drive;
+# python3, which runs the misbehaving WebDAV server of the mount tests (Support/fake-webdav.py);
+# the real WebDAV servers the tests start: Apache (apache2-bin only: the apache2 package would
+# start a system service on port 80; apache2-utils for htpasswd) and rclone; curl for the
+# benchmarks' baseline.
 FPFS_APT_PACKAGES=(
     fuse3 libfuse3-dev pkg-config libsqlite3-dev sqlite3 attr
-    coreutils findutils util-linux git ca-certificates
+    coreutils findutils util-linux git ca-certificates python3
+    apache2-bin apache2-utils rclone curl
 )
 
 # Prints the packages of FPFS_APT_PACKAGES that dpkg does not report as installed.

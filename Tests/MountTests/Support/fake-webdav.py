@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""A small WebDAV server that misbehaves on request, for fpfs's mount tests.
+
+Serves the folder ROOT read-only under /dav/ on 127.0.0.1 with HTTP/1.1 keep-alive: PROPFIND
+(Depth 0 and 1) and GET (with at most one `Range: bytes=A-B`). It reads the JSON rules file again
+before every request, so a test can change its behaviour in the middle of a read. The file holds
+a list of rules such as
+
+    {"fault": "slow", "path": "big.bin", "method": "GET", "rate": 64}
+
+A rule applies to a request whose URL path ends with "path" and, if "method" is given, whose
+method is that one; the first rule that applies decides. The faults:
+
+    status500    answer 500 Internal Server Error (GET and PROPFIND)
+    shortBody    GET: promise Content-Length N, send N/2 bytes, then close the connection
+    stall        GET: promise Content-Length N, send N/2 bytes, then fall silent, connection open
+    wrongRange   GET: answer a Range request with 206 and a Content-Range one byte later than asked
+    slow         GET: send the body at "rate" KiB/s (default 64), so a test can stop the server
+    badXML       PROPFIND: answer 207 with the XML cut off halfway, followed by garbage
+    hrefOutside  PROPFIND Depth 1 of a folder: list an extra member /elsewhere/x
+    hrefDotDot   ... an extra member /dav/../etc/passwd
+    hrefSlash    ... an extra member /dav/FOLDER/a%2Fb (a '/' inside a name)
+
+Usage: fake-webdav.py ROOT --rules FILE [--port N] [--port-file FILE]
+
+Listens on port N (default 0: any free port), prints the port on the first line of stdout and,
+with --port-file, also writes it to that file (atomically, so a reader never sees half of it).
+Exits when the process that started it has gone, so a crashed test leaves no server behind.
+"""
+
+import argparse
+import email.utils
+import json
+import os
+import re
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PREFIX = "/dav"
+# How long a stalled answer stays silent: longer than any test waits, shorter than forever.
+STALL_SECONDS = 3600
+
+# The extra member each href fault adds to a folder's listing, given the folder's href.
+EXTRA_HREFS = {
+    "hrefOutside": lambda folder: "/elsewhere/x",
+    "hrefDotDot": lambda folder: PREFIX + "/../etc/passwd",
+    "hrefSlash": lambda folder: folder + "a%2Fb",
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        rule = self.matching_rule()
+        fault = rule.get("fault")
+        if fault == "status500":
+            return self.send_status(500)
+        path = self.local_path()
+        if path is None or not os.path.isfile(path):
+            return self.send_status(404)
+        status = os.stat(path)
+        size = status.st_size
+        start, end = 0, size - 1
+        wanted = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+        if wanted:
+            start = int(wanted.group(1))
+            end = min(int(wanted.group(2) or size - 1), size - 1)
+            if start > end:
+                return self.send_status(416, [("Content-Range", f"bytes */{size}")])
+            if fault == "wrongRange":
+                start += 1
+        headers = self.validators(status) + [("Accept-Ranges", "bytes"), ("Content-Length", str(end - start + 1))]
+        if wanted:
+            headers.append(("Content-Range", f"bytes {start}-{end}/{size}"))
+        self.send_head(206 if wanted else 200, headers)
+        self.send_file(path, start, end - start + 1, rule)
+
+    def do_PROPFIND(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        fault = self.matching_rule().get("fault")
+        if fault == "status500":
+            return self.send_status(500)
+        path = self.local_path()
+        if path is None or not os.path.exists(path):
+            return self.send_status(404)
+        relative = os.path.relpath(path, self.server.root)
+        parts = [] if relative == "." else relative.split(os.sep)
+        href = PREFIX + "/" + "".join(urllib.parse.quote(part) + "/" for part in parts)
+        if not os.path.isdir(path):
+            href = href[:-1]
+        entries = [member(href, os.stat(path))]
+        if os.path.isdir(path) and self.headers.get("Depth") != "0":
+            for name in sorted(os.listdir(path)):
+                child = os.stat(os.path.join(path, name))
+                slash = "/" if os.path.isdir(os.path.join(path, name)) else ""
+                entries.append(member(href + urllib.parse.quote(name) + slash, child))
+            if fault in EXTRA_HREFS:
+                entries.append(member(EXTRA_HREFS[fault](href), os.stat(path)))
+        body = ('<?xml version="1.0" encoding="utf-8"?>\n<d:multistatus xmlns:d="DAV:">'
+                + "".join(entries) + "</d:multistatus>\n").encode()
+        if fault == "badXML":
+            body = body[: len(body) // 2] + b"<&garbage"
+        self.send_head(207, [("Content-Type", "application/xml; charset=utf-8"), ("Content-Length", str(len(body)))])
+        self.wfile.write(body)
+
+    def matching_rule(self):
+        """The first rule of the rules file that applies to this request, or {} when none does."""
+        try:
+            with open(self.server.rules_file, encoding="utf-8") as file:
+                rules = json.load(file)
+        except (OSError, ValueError):
+            return {}
+        path = urllib.parse.urlsplit(self.path).path
+        for rule in rules:
+            if path.endswith(rule["path"]) and rule.get("method", self.command) == self.command:
+                return rule
+        return {}
+
+    def local_path(self):
+        """The path under ROOT that the URL names; None outside /dav/ or for a `.` or `..` part."""
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        if path != PREFIX and not path.startswith(PREFIX + "/"):
+            return None
+        parts = [part for part in path[len(PREFIX):].split("/") if part]
+        if any(part in (".", "..") for part in parts):
+            return None
+        return os.path.join(self.server.root, *parts)
+
+    @staticmethod
+    def validators(status):
+        """ETag and Last-Modified: what the provider takes as the file's version."""
+        return [("ETag", etag(status)), ("Last-Modified", email.utils.formatdate(status.st_mtime, usegmt=True))]
+
+    def send_head(self, code, headers):
+        self.send_response(code)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+
+    def send_status(self, code, headers=()):
+        body = f"{code} {self.responses[code][0]}\n".encode()
+        self.send_head(code, [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))] + list(headers))
+        self.wfile.write(body)
+
+    def send_file(self, path, start, length, rule):
+        """Sends `length` bytes from `start`: all of them, slowly, or half and then nothing more."""
+        fault = rule.get("fault")
+        if fault in ("shortBody", "stall"):
+            length //= 2
+            self.close_connection = True
+        chunk = max(1, rule.get("rate", 64) * 1024 // 10) if fault == "slow" else 1 << 16
+        try:
+            with open(path, "rb") as file:
+                file.seek(start)
+                while length > 0:
+                    data = file.read(min(chunk, length))
+                    if not data:
+                        break
+                    self.wfile.write(data)
+                    length -= len(data)
+                    if fault == "slow":
+                        time.sleep(0.1)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        if fault == "stall":
+            time.sleep(STALL_SECONDS)
+
+
+def etag(status):
+    return f'"{status.st_size}-{status.st_mtime_ns}"'
+
+
+def member(href, status):
+    """One <d:response> of a multistatus: the properties fpfs asks for, all with 200. An href
+    ending in '/' is a collection."""
+    if href.endswith("/"):
+        kind, length = "<d:resourcetype><d:collection/></d:resourcetype>", ""
+    else:
+        kind, length = "<d:resourcetype/>", f"<d:getcontentlength>{status.st_size}</d:getcontentlength>"
+    modified = email.utils.formatdate(status.st_mtime, usegmt=True)
+    return (f"<d:response><d:href>{href}</d:href><d:propstat><d:prop>{kind}{length}"
+            f"<d:getetag>{etag(status)}</d:getetag><d:getlastmodified>{modified}</d:getlastmodified>"
+            "</d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>")
+
+
+def exit_with_parent():
+    """Ends the server once its parent has gone (it is then adopted by another process)."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(0)
+
+
+def main():
+    arguments = argparse.ArgumentParser(description="A WebDAV server that misbehaves on request.")
+    arguments.add_argument("root")
+    arguments.add_argument("--rules", required=True)
+    arguments.add_argument("--port", type=int, default=0)
+    arguments.add_argument("--port-file")
+    options = arguments.parse_args()
+
+    server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
+    server.root = os.path.abspath(options.root)
+    server.rules_file = options.rules
+    port = server.server_address[1]
+    if options.port_file:
+        with open(options.port_file + ".tmp", "w", encoding="utf-8") as file:
+            file.write(f"{port}\n")
+        os.replace(options.port_file + ".tmp", options.port_file)
+    print(port, flush=True)
+    threading.Thread(target=exit_with_parent, daemon=True).start()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
