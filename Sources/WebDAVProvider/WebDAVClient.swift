@@ -158,7 +158,8 @@ final class WebDAVClient: Sendable {
             return (response, try await response.body.collect(upTo: limit))
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw ProviderError.serverUnreachable(reason: "reading the answer to \(request.method) failed: \(error)")
+            throw ProviderError.serverUnreachable(
+                reason: "reading the answer to \(request.method.rawValue) \(request.path) failed: \(error)")
         }
     }
 

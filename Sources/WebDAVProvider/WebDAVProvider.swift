@@ -129,7 +129,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
                         path.components.count <= folder.components.count + 1
                     else {
                         throw ProviderError.cannotSynchronize(
-                            reason: "listing \(folder): the server listed '\(entry.href)', which is not in that folder")
+                            reason: "listing \(folder): the server listed '\(entry.href)', which is not a valid name in that folder")
                     }
                     if path == folder {
                         guard entry.isCollection else {
