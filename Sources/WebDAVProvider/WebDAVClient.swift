@@ -42,7 +42,8 @@ final class WebDAVClient: Sendable {
         var decoded: [[UInt8]] = []
         for part in components.percentEncodedPath.split(separator: "/") {
             guard let bytes = RemotePath.percentDecoded(part) else {
-                throw ProviderError.cannotSynchronize(reason: "the URL path '\(components.percentEncodedPath)' is malformed")
+                throw ProviderError.cannotSynchronize(
+                    reason: "the URL path '\(components.percentEncodedPath)' is malformed")
             }
             decoded.append(bytes)
         }

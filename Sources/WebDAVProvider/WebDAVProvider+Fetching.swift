@@ -52,7 +52,8 @@ extension WebDAVProvider {
         switch response.status {
         case .partialContent:
             guard let range = Self.contentRange(response.headers), range.start == wanted.lowerBound,
-                range.end + 1 == wanted.upperBound || (range.end + 1 < wanted.upperBound && range.end + 1 == range.total)
+                range.end + 1 == wanted.upperBound
+                    || (range.end + 1 < wanted.upperBound && range.end + 1 == range.total)
             else {
                 await WebDAVClient.discardBody(of: response)
                 let sent = response.headers.first(name: "Content-Range") ?? "none"
@@ -104,7 +105,9 @@ extension WebDAVProvider {
 
     /// Copies the body into the sink from `offset` on, chunk by chunk as it arrives; returns the
     /// number of bytes written. A connection that breaks off is `serverUnreachable`.
-    private func stream(_ response: HTTPClientResponse, of path: RemotePath, from offset: UInt64, into sink: any ContentSink)
+    private func stream(
+        _ response: HTTPClientResponse, of path: RemotePath, from offset: UInt64, into sink: any ContentSink
+    )
         async throws -> UInt64
     {
         var position = offset

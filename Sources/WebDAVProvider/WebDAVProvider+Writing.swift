@@ -65,7 +65,9 @@ extension WebDAVProvider {
         }
         let existing = try await properties(of: source)
         if changedFields.contains(.contents), existing.kind == .file {
-            guard existing.version.content == baseVersion.content else { throw ProviderError.conflict(remote: existing) }
+            guard existing.version.content == baseVersion.content else {
+                throw ProviderError.conflict(remote: existing)
+            }
             let status = try await conditionally(on: existing, at: source) { precondition in
                 try await put(contents, to: source, precondition: precondition)
             }

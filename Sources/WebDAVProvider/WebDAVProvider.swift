@@ -103,7 +103,8 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
         }
         for entry in responses where client.path(ofHref: entry.href) == path {
             if let status = entry.status, status != 200 {
-                throw WebDAVClient.error(for: HTTPResponseStatus(statusCode: status), path: path, method: request.method)
+                throw WebDAVClient.error(
+                    for: HTTPResponseStatus(statusCode: status), path: path, method: request.method)
             }
             return Item(path: path, properties: entry)
         }
@@ -129,7 +130,9 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
                         path.components.count <= folder.components.count + 1
                     else {
                         throw ProviderError.cannotSynchronize(
-                            reason: "listing \(folder): the server listed '\(entry.href)', which is not a valid name in that folder")
+                            reason:
+                                "listing \(folder): the server listed '\(entry.href)', which is not a valid name in that folder"
+                        )
                     }
                     if path == folder {
                         guard entry.isCollection else {

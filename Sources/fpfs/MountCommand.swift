@@ -12,7 +12,8 @@ struct MountCommand: AsyncParsableCommand {
             ($NETRC), never from the command line.
             """)
 
-    @Argument(help: "The remote: a folder path, file:///path[?delay=300ms&bandwidth=50MiB], or webdav(s)://host[:port]/path.")
+    @Argument(
+        help: "The remote: a folder path, file:///path[?delay=300ms&bandwidth=50MiB], or webdav(s)://host[:port]/path.")
     var remote: String
 
     @Option(help: "The user to log in to a WebDAV server as (password: FPFS_PASSWORD or ~/.netrc).")
@@ -58,7 +59,8 @@ struct MountCommand: AsyncParsableCommand {
             }
             let blockSize = try Self.parseBlockSize(self.blockSize)
             let remote = try Remote(parsing: self.remote, user: user)
-            let cacheDirectory = cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
+            let cacheDirectory =
+                cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
                 ?? CacheDirectory.default(for: remote)
             if let reason = try remote.unreachableReason(),
                 !FileManager.default.fileExists(atPath: cacheDirectory.appendingPathComponent("metadata.sqlite").path)
@@ -69,7 +71,8 @@ struct MountCommand: AsyncParsableCommand {
             do {
                 try FileManager.default.createDirectory(at: cacheDirectory, withIntermediateDirectories: true)
             } catch {
-                throw CommandFailure("cannot create the cache folder '\(cacheDirectory.path)': \(error.localizedDescription)")
+                throw CommandFailure(
+                    "cannot create the cache folder '\(cacheDirectory.path)': \(error.localizedDescription)")
             }
             if foreground {
                 let daemon = Daemon(
@@ -99,7 +102,10 @@ struct MountCommand: AsyncParsableCommand {
     /// The names given with --non-materializing, or the default list.
     private var nonMaterializingNames: Set<String> {
         guard let nonMaterializing else { return VFSConfiguration.defaultNonMaterializingProcesses }
-        return Set(nonMaterializing.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        return Set(
+            nonMaterializing.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            })
     }
 
     /// A power of two from 4 KiB to 64 MiB, written as bytes or with KiB/MiB.

@@ -15,7 +15,8 @@ enum PasswordSource {
                 return WebDAVCredentials(user: user, password: password)
             }
             throw CommandFailure(
-                "no password for '\(user)': set FPFS_PASSWORD or add 'machine \(host) login \(user) password …' to ~/.netrc")
+                "no password for '\(user)': set FPFS_PASSWORD or add 'machine \(host) login \(user) password …' to ~/.netrc"
+            )
         }
         if let entry, let login = entry.login, let password = entry.password {
             return WebDAVCredentials(user: login, password: password)
@@ -61,7 +62,8 @@ enum PasswordSource {
                 index += 1
             }
         }
-        let match = entries.first { $0.machine?.lowercased() == host.lowercased() } ?? entries.first { $0.machine == nil }
+        let match =
+            entries.first { $0.machine?.lowercased() == host.lowercased() } ?? entries.first { $0.machine == nil }
         return match.map { ($0.login, $0.password) }
     }
 }

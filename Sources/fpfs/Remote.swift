@@ -124,7 +124,8 @@ struct Remote: Sendable {
                 user: user, host: url.host ?? "", environment: ProcessInfo.processInfo.environment)
             return try WebDAVProvider(
                 configuration: .init(
-                    url: url, credentials: credentials, stateDirectory: stateDirectory, maximumConnections: connections))
+                    url: url, credentials: credentials, stateDirectory: stateDirectory, maximumConnections: connections)
+            )
         }
     }
 

@@ -11,8 +11,9 @@ import Foundation
 /// Apache runs from a configuration of its own in a temporary folder, as `www-data` (it refuses to
 /// serve as root), so the served folder must be readable — and writable, for tests that write —
 /// by that user. Its access log records every request with start time and duration, so tests can
-/// count bytes sent and requests in flight. rclone reads no configuration and caches no listing,
-/// so changes made in the folder show at once.
+/// count bytes sent and requests in flight. rclone reads no configuration, caches no listing (so
+/// changes made in the folder show at once) and serves names as they are on disk (by default it
+/// would show a tab as `␉`).
 public final class WebDAVTestServer: @unchecked Sendable {
     public enum Kind: String, CaseIterable, Sendable, CustomStringConvertible {
         case apache, rclone
@@ -81,10 +82,11 @@ public final class WebDAVTestServer: @unchecked Sendable {
                 ).write(to: directory.appending(path: "httpd.conf"), atomically: true, encoding: .utf8)
                 arguments = ["/usr/sbin/apache2", "-f", directory.appending(path: "httpd.conf").path, "-DFOREGROUND"]
             case .rclone:
-                precondition(bytesPerSecond == nil && credentials?.scheme != .digest, "rclone: Basic auth only, no rate")
+                precondition(
+                    bytesPerSecond == nil && credentials?.scheme != .digest, "rclone: Basic auth only, no rate")
                 var rclone = [
                     "/usr/bin/rclone", "serve", "webdav", root.path, "--addr", "127.0.0.1:\(port)", "--baseurl", "/dav",
-                    "--config", "/dev/null", "--dir-cache-time", "0s",
+                    "--config", "/dev/null", "--dir-cache-time", "0s", "--local-encoding", "None",
                     "--log-file", directory.appending(path: "error.log").path,
                 ]
                 if let credentials { rclone += ["--user", credentials.user, "--pass", credentials.password] }
@@ -218,7 +220,8 @@ public final class WebDAVTestServer: @unchecked Sendable {
     /// A fresh folder for one server, traversable by Apache's user, with a lock folder it owns.
     private static func makeDirectory() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appending(path: "fpfs-dav-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory.appending(path: "lock"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: directory.appending(path: "lock"), withIntermediateDirectories: true)
         chmod(directory.path, 0o755)
         chmod(directory.appending(path: "lock").path, 0o777)
         return directory
@@ -298,7 +301,9 @@ public final class WebDAVTestServer: @unchecked Sendable {
         try stdin.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestServerFailure("\(path) exited \(process.terminationStatus)") }
+        guard process.terminationStatus == 0 else {
+            throw TestServerFailure("\(path) exited \(process.terminationStatus)")
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

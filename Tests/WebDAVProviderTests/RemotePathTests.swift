@@ -30,7 +30,9 @@ import Testing
         #expect(client.path(ofHref: "/other/x") == nil)
         #expect(client.path(ofHref: "/my%20dav/../etc/passwd") == nil)
         #expect(client.path(ofHref: "/my%20dav/a%2Fb") == nil)
-        #expect(client.url(of: RemotePath.decode("a b/c")!, isCollection: true) == "http://127.0.0.1:8080/my%20dav/a%20b/c/")
+        #expect(
+            client.url(of: RemotePath.decode("a b/c")!, isCollection: true) == "http://127.0.0.1:8080/my%20dav/a%20b/c/"
+        )
         await client.shutdown()
     }
 }

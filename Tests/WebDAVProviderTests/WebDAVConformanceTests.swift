@@ -36,7 +36,8 @@ import Testing
         try folder.openToServer()
         for scheme in [WebDAVTestServer.AuthScheme.basic, .digest] {
             let server = try await WebDAVTestServer.start(
-                .apache, serving: folder.url, credentials: .init(user: "alice", password: "s3cret pass", scheme: scheme))
+                .apache, serving: folder.url, credentials: .init(user: "alice", password: "s3cret pass", scheme: scheme)
+            )
             defer { server.stop() }
             let wrong = try WebDAVProvider(
                 configuration: .init(url: server.url, credentials: .init(user: "alice", password: "wrong")))

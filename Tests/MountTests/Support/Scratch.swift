@@ -44,4 +44,10 @@ final class Scratch: Sendable {
             at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(contents.utf8).write(to: url)
     }
+
+    /// Lets a WebDAV server's own user (Apache's `www-data`) reach `remote/` and read and write
+    /// everything in it.
+    func openRemoteToServers() async throws {
+        try await Command.bash("chmod a+x \"$1\" \"$(dirname \"$1\")\" && chmod -R a+rwX \"$2\"", path, remote).check()
+    }
 }

@@ -10,6 +10,15 @@ enum TreeListing: String, CaseIterable, Sendable, CustomStringConvertible {
     case find = "find"
     case stat = "stat"
     case sha256sum = "sha256sum"
+    /// `stat` without modes and with whole-second mtimes: what a WebDAV server keeps.
+    case statWithoutModes = "stat without modes"
+    /// `sha256sum` of every file below 100 MiB, for views where the 1 GiB file is read elsewhere.
+    case sha256sumOfSmallFiles = "sha256sum of small files"
+
+    /// The views of a folder remote, which keeps everything.
+    static let allCases: [TreeListing] = [.lsRecursive, .find, .stat, .sha256sum]
+    /// The views of a WebDAV remote, which keeps no modes and no symlinks.
+    static let webDAVCases: [TreeListing] = [.find, .statWithoutModes, .sha256sumOfSmallFiles]
 
     var description: String { rawValue }
 
@@ -35,6 +44,18 @@ enum TreeListing: String, CaseIterable, Sendable, CustomStringConvertible {
         case .sha256sum:
             let output = try await Command.bash(
                 "find . -type f -print0 | sort -z | xargs -0 -r sha256sum --", in: root, timeout: .seconds(900)
+            ).check()
+            return output.lines
+        case .statWithoutModes:
+            let output = try await Command.bash(
+                "find . -mindepth 1 -print0 | xargs -0 -r stat --printf '%F|%s|%Y|%n\\0' --",
+                in: root, timeout: .seconds(120)
+            ).check()
+            return Self.sortedBytewise(Self.records(output.stdout).map(Self.normalizeStat))
+        case .sha256sumOfSmallFiles:
+            let output = try await Command.bash(
+                "find . -type f -size -100M -print0 | sort -z | xargs -0 -r sha256sum --", in: root,
+                timeout: .seconds(300)
             ).check()
             return output.lines
         }
@@ -65,10 +86,10 @@ enum TreeListing: String, CaseIterable, Sendable, CustomStringConvertible {
         return fields.joined(separator: " ") + " " + rest
     }
 
-    /// `type|size|mode|mtime|name`: folders lose their size.
+    /// `type|size|…|name`: folders lose their size.
     private static func normalizeStat(_ record: String) -> String {
-        var fields = record.split(separator: "|", maxSplits: 4, omittingEmptySubsequences: false)
-        if fields.first == "directory", fields.count == 5 { fields[1] = "-" }
+        var fields = record.split(separator: "|", omittingEmptySubsequences: false)
+        if fields.first == "directory", fields.count >= 4 { fields[1] = "-" }
         return fields.joined(separator: "|")
     }
 }

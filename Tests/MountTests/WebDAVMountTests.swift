@@ -1,0 +1,178 @@
+import Foundation
+import TestServers
+import Testing
+
+extension MountTests {
+    /// Issues 2 and 3 over WebDAV: real servers (Apache mod_dav, rclone serve webdav) on 127.0.0.1
+    /// serve the fixture tree, and the mount must show it exactly, fetch only the blocks a read
+    /// touches, keep no more requests in flight at the server than the pipeline depth, refuse
+    /// indexers, serve what it has when the server is gone, and refuse a wrong password.
+    @Suite("WebDAV remotes")
+    struct WebDAVMountTests {
+        @Test("the mount equals the served tree", arguments: WebDAVTestServer.Kind.allCases)
+        func sameAsServed(_ kind: WebDAVTestServer.Kind) async throws {
+            let tree = try WebDAVFixtureTree.path()
+            let server = try await WebDAVTestServer.start(kind, serving: URL(fileURLWithPath: tree))
+            defer { server.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { mount.unmount() }
+            for listing in TreeListing.webDAVCases {
+                var expected = try await listing.lines(of: tree)
+                // rclone serves control characters in names as their Unicode pictures (a tab as
+                // U+2409), whatever its encoding flags say; the mount shows what the server says.
+                if kind == .rclone { expected = expected.map { $0.replacingOccurrences(of: "\t", with: "\u{2409}") } }
+                let actual = try await listing.lines(of: mount.mountpoint)
+                #expect(expected.count > FixtureTree.manyCount, "the \(listing) of the tree looks too short")
+                LineComparison.expectEqual(actual, expected, "\(kind): \(listing)")
+            }
+        }
+
+        @Test("4 KiB at 900 MiB makes the server send at most two blocks; a whole read then sends the rest once")
+        func farReadSendsTwoBlocks() async throws {
+            let tree = try WebDAVFixtureTree.path()
+            let server = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: tree))
+            defer { server.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { mount.unmount() }
+            let file = FixtureTree.bigFile
+            let block: UInt64 = 1 << 20
+            let sent = { try server.accessLog().filter { $0.method == "GET" && $0.path.hasSuffix(file) } }
+
+            let piece = "dd if=\"$1\" bs=4096 skip=$((900 * 256)) count=1 status=none | sha256sum"
+            let read = try await Command.bash(piece, mount.path(file)).check()
+            let expected = try await Command.bash(piece, tree + "/" + file).check()
+            #expect(
+                read.stdout.prefix(64) == expected.stdout.prefix(64), "the 4 KiB at 900 MiB differ from the server's")
+            let far = try sent()
+            #expect(!far.isEmpty && far.allSatisfy { $0.range != nil }, "the far read was not a range request: \(far)")
+            #expect(far.reduce(0) { $0 + $1.bytesSent } <= 2 * block, "a 4 KiB read made the server send \(far)")
+            #expect(try await mount.xattr("user.fpfs.state", of: file) == "partial")
+
+            let whole = try await Command.bash("sha256sum < \"$1\"", mount.path(file), timeout: .seconds(300)).check()
+            let source = try await Command.bash("sha256sum < \"$1\"", tree + "/" + file, timeout: .seconds(300)).check()
+            #expect(whole.stdout.prefix(64) == source.stdout.prefix(64), "the whole file differs from the server's")
+            let total = try sent().reduce(0) { $0 + $1.bytesSent }
+            #expect(
+                total <= UInt64(FixtureTree.bigFileSize) + block,
+                "reading the file once made the server send \(total) bytes for \(FixtureTree.bigFileSize)")
+            #expect(try await mount.xattr("user.fpfs.state", of: file) == "local")
+        }
+
+        @Test("4N readers on a slow server never have more than N requests in flight there", arguments: [1, 2, 4])
+        func pipelineDepthBoundsRequests(depth: Int) async throws {
+            let folder = try Scratch()
+            defer { folder.remove() }
+            let count = 4 * depth
+            for index in 0..<count {
+                try folder.writeRemote("file-\(index).bin", String(repeating: "\(index % 10)", count: 128 << 10))
+            }
+            try await folder.openRemoteToServers()
+            let server = try await WebDAVTestServer.start(
+                .apache, serving: URL(fileURLWithPath: folder.remote), bytesPerSecond: 256 << 10)
+            defer { server.stop() }
+            let mount = try await TestMount.start(
+                remote: server.remote, mountpoint: folder.mountpoint, cacheDir: folder.cache,
+                options: ["--pipeline-depth", String(depth)])
+            defer { mount.unmount() }
+            try await Command(["ls", mount.mountpoint]).check()
+
+            let readAll = "for f in \"$1\"/file-*.bin; do cat \"$f\" > /dev/null & done; wait"
+            try await Command.bash(readAll, mount.mountpoint, timeout: .seconds(120)).check()
+            let gets = try server.accessLog().filter { $0.method == "GET" }
+            #expect(gets.count >= count, "\(count) readers made \(gets.count) GETs")
+            #expect(
+                gets.maximumConcurrency() == depth,
+                "at --pipeline-depth \(depth) the server had \(gets.maximumConcurrency()) GETs in flight")
+        }
+
+        @Test("a copy of cat named updatedb gets EDEADLK and the server sends nothing")
+        func indexerIsRefusedDownloads() async throws {
+            let tree = try WebDAVFixtureTree.path()
+            let server = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: tree))
+            defer { server.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let updatedb = scratch.path + "/bin/updatedb"
+            try FileManager.default.createDirectory(atPath: scratch.path + "/bin", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: "/bin/cat", toPath: updatedb)
+            let mount = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { mount.unmount() }
+
+            let refused = await Command([updatedb, "--", mount.path(FixtureTree.mediumFile)]).run()
+            #expect(refused.status != 0 && refused.stderr.contains("Resource deadlock avoided"), "\(refused)")
+            #expect(try server.accessLog().filter { $0.method == "GET" }.isEmpty, "a refused read reached the server")
+            #expect(try await mount.xattr("user.fpfs.state", of: FixtureTree.mediumFile) == "cloud")
+            let allowed = try await Command(["cat", "--", mount.path(FixtureTree.smallFile)]).check()
+            #expect(allowed.stdout == FixtureTree.smallFileContents)
+        }
+
+        @Test("remounted with the server stopped: what was read is served, the rest is EHOSTDOWN, ls -lR works")
+        func offlineRemount() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("read/before.txt", String(repeating: "read before\n", count: 10_000))
+            try scratch.writeRemote("never/read.txt", "never read\n")
+            try await scratch.openRemoteToServers()
+            let server = try await WebDAVTestServer.start(.rclone, serving: URL(fileURLWithPath: scratch.remote))
+            defer { server.stop() }
+            let mount = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { mount.unmount() }
+            let before = try await Command(["sha256sum", "--", mount.path("read/before.txt")]).check()
+            try await Command(["ls", "-lR", mount.mountpoint]).check()
+            mount.unmount()
+            server.stop()
+
+            let offline = try await TestMount.start(
+                remote: server.remote, in: scratch, options: ["--remote-timeout", "3"])
+            defer { offline.unmount() }
+            let again = try await Command(["sha256sum", "--", offline.path("read/before.txt")]).check()
+            #expect(again.stdout.prefix(64) == before.stdout.prefix(64), "offline, a local file reads other bytes")
+            let failed = await Command(["cat", "--", offline.path("never/read.txt")], timeout: .seconds(60)).run()
+            #expect(failed.status != 0 && failed.stderr.contains("Host is down"), "offline cat gave \(failed)")
+            #expect(failed.duration < .seconds(30), "offline cat took \(failed.duration)")
+            let listing = try await Command(["ls", "-lR", offline.mountpoint]).check()
+            #expect(listing.stdout.contains("before.txt") && listing.stdout.contains("read.txt"))
+        }
+
+        @Test("a wrong password is refused with 'authentication failed'; the password shows in no process or log")
+        func wrongPassword() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("secret.txt", "behind a password\n")
+            try await scratch.openRemoteToServers()
+            let password = "correct horse \(UUID().uuidString)"
+            for scheme in [WebDAVTestServer.AuthScheme.basic, .digest] {
+                let server = try await WebDAVTestServer.start(
+                    .apache, serving: URL(fileURLWithPath: scratch.remote),
+                    credentials: .init(user: "alice", password: password, scheme: scheme))
+                defer { server.stop() }
+                let options = ["--user", "alice"]
+                let cache = scratch.cache + "-" + scheme.rawValue
+                var refused = try TestMount.mountCommand(
+                    remote: server.remote, mountpoint: scratch.mountpoint, cacheDir: cache, options: options)
+                refused.environment = ["FPFS_PASSWORD": "wrong \(password)"]
+                let output = await refused.run()
+                #expect(output.status != 0, "\(scheme): a wrong password mounted")
+                #expect(output.stderr.contains("authentication failed"), "\(scheme): \(output)")
+                #expect(!MountTable.isMounted(scratch.mountpoint))
+
+                let mount = try await TestMount.start(
+                    remote: server.remote, mountpoint: scratch.mountpoint, cacheDir: cache, options: options,
+                    environment: ["FPFS_PASSWORD": password])
+                defer { mount.unmount() }
+                let read = try await Command(["cat", "--", mount.path("secret.txt")]).check()
+                #expect(read.stdout == "behind a password\n")
+                let processes = try await Command(["ps", "-eo", "args"]).check()
+                #expect(!processes.stdout.contains(password), "\(scheme): the password is in the process list")
+                let log = try String(contentsOfFile: cache + "/fpfs.log", encoding: .utf8)
+                #expect(!log.contains(password), "\(scheme): the password is in the log")
+                #expect(!output.stderr.contains(password), "\(scheme): the password is in the error message")
+                mount.unmount()
+            }
+        }
+    }
+}
