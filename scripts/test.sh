@@ -30,6 +30,7 @@ cleanup() {
     fi
     fpfs_unmount_under "$FPFS_TEST_TMPDIR"
     fpfs_stop_daemons_under "$FPFS_TEST_TMPDIR"
+    fpfs_stop_servers_under "$FPFS_TEST_TMPDIR"
     if [[ -z "$(fpfs_mounts_under "$FPFS_TEST_TMPDIR")" ]]; then
         rm -rf --one-file-system "$FPFS_TEST_TMPDIR"
     else

@@ -3,6 +3,7 @@ import FileProviderKit
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// The HTTP side of the provider: URLs of paths, authentication, retries of failures on the way,
 /// and HTTP statuses turned into `ProviderError`s.
@@ -21,6 +22,7 @@ final class WebDAVClient: Sendable {
     let configuration: WebDAVProvider.Configuration
     private let http: HTTPClient
     private let authenticator: Authenticator
+    private let isShutDown = Mutex(false)
     /// `scheme://host:port`.
     private let origin: String
     /// The mounted collection's path as the server spells it, with a slash at each end.
@@ -68,7 +70,19 @@ final class WebDAVClient: Sendable {
 
     /// Closes the connections; the client is unusable afterwards.
     func shutdown() async {
+        let first = isShutDown.withLock { wasShutDown in
+            defer { wasShutDown = true }
+            return !wasShutDown
+        }
+        guard first else { return }
         try? await http.shutdown()
+    }
+
+    /// The engine shuts the client down through `invalidate`; a provider dropped without that (a
+    /// test that failed half-way) must not take the process down, as AsyncHTTPClient traps on a
+    /// client that is still open when it goes. Blocks briefly.
+    deinit {
+        if !isShutDown.withLock({ $0 }) { try? http.syncShutdown() }
     }
 
     /// The server's path of an item: the base path, the canonical encoding, and a final slash for

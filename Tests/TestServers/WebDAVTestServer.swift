@@ -93,6 +93,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
                 arguments = rclone
             }
             let pid = try spawn(arguments, stderr: directory.appending(path: "stderr.log").path)
+            registerGroup(pid)
             let server = WebDAVTestServer(kind: kind, root: root, port: port, directory: directory, pid: pid)
             if await server.waitUntilAnswering(timeout: .seconds(20)) { return server }
             lastFailure = server.errorLogTail()
@@ -124,6 +125,19 @@ public final class WebDAVTestServer: @unchecked Sendable {
         // Workers that outlived their parent are still in the group.
         kill(-pid, SIGKILL)
         try? FileManager.default.removeItem(at: directory)
+        if let registry = Self.registry { try? FileManager.default.removeItem(atPath: registry + "/\(pid)") }
+    }
+
+    /// Where running servers leave their process group ids, so that scripts/test.sh can kill the
+    /// servers of a test run that was itself killed: `$FPFS_TEST_TMPDIR/servers`.
+    private static let registry: String? = ProcessInfo.processInfo.environment["FPFS_TEST_TMPDIR"].map {
+        $0 + "/servers"
+    }
+
+    private static func registerGroup(_ pgid: Int32) {
+        guard let registry else { return }
+        try? FileManager.default.createDirectory(atPath: registry, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: registry + "/\(pgid)", contents: nil)
     }
 
     /// True while the main process has not exited; it stays unreaped (a zombie, `Z` in

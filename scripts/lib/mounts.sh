@@ -38,3 +38,16 @@ fpfs_stop_daemons_under() {
         fi
     done < <(find "$1" -xdev -name daemon.pid -type f -print0 2>/dev/null)
 }
+
+# Kills the process groups of the test servers (Apache, rclone) that tests started and did not
+# stop: each writes DIR/servers/PGID while it runs, and the group is only ever the server's own.
+fpfs_stop_servers_under() {
+    local file pgid
+    [[ -d "$1/servers" ]] || return 0
+    for file in "$1"/servers/*; do
+        [[ -f "$file" ]] || continue
+        pgid="${file##*/}"
+        [[ "$pgid" =~ ^[0-9]+$ ]] && kill -KILL -- "-$pgid" 2>/dev/null || true
+        rm -f "$file"
+    done
+}
