@@ -25,9 +25,11 @@ extension WebDAVProvider {
             await WebDAVClient.discardBody(of: response)
             throw ProviderError.versionNoLongerAvailable
         }
-        let written = try await stream(response, of: path, from: 0, into: sink)
-        if let expected, written != expected { throw shortBody(path, expected: expected, got: written) }
-        item.size = written
+        if let expected {
+            try await receive(response, of: path, bytes: 0..<expected, version: item.version, into: sink)
+        } else {
+            item.size = try await streamUnannounced(response, of: path, into: sink)
+        }
         return item
     }
 
@@ -66,10 +68,9 @@ extension WebDAVProvider {
                 await WebDAVClient.discardBody(of: response)
                 throw ProviderError.versionNoLongerAvailable
             }
-            let count = range.end + 1 - range.start
-            let written = try await stream(response, of: path, from: range.start, into: sink)
-            guard written == count else { throw shortBody(path, expected: count, got: written) }
-            return PartialFetchResult(retrievedRange: range.start..<(range.end + 1), item: item)
+            let retrieved = range.start..<(range.end + 1)
+            try await receive(response, of: path, bytes: retrieved, version: item.version, into: sink)
+            return PartialFetchResult(retrievedRange: retrieved, item: item)
         case .ok:
             let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
             let item = Item(path: path, size: expected ?? 0, headers: response.headers)
@@ -77,11 +78,13 @@ extension WebDAVProvider {
                 await WebDAVClient.discardBody(of: response)
                 throw ProviderError.versionNoLongerAvailable
             }
-            let written = try await stream(response, of: path, from: 0, into: sink)
-            if let expected, written != expected { throw shortBody(path, expected: expected, got: written) }
             var whole = item
-            whole.size = written
-            return PartialFetchResult(retrievedRange: 0..<written, item: whole)
+            if let expected {
+                try await receive(response, of: path, bytes: 0..<expected, version: item.version, into: sink)
+            } else {
+                whole.size = try await streamUnannounced(response, of: path, into: sink)
+            }
+            return PartialFetchResult(retrievedRange: 0..<whole.size, item: whole)
         case .rangeNotSatisfiable:
             await WebDAVClient.discardBody(of: response)
             let item = try await properties(of: path)
@@ -103,13 +106,70 @@ extension WebDAVProvider {
         return path
     }
 
-    /// Copies the body into the sink from `offset` on, chunk by chunk as it arrives; returns the
-    /// number of bytes written. A connection that breaks off is `serverUnreachable`.
-    private func stream(
-        _ response: HTTPClientResponse, of path: RemotePath, from offset: UInt64, into sink: any ContentSink
-    )
+    /// Streams `response`, which carries `bytes` of the file, into the sink. When the connection
+    /// breaks off or the body ends short, asks for the rest with `Range` — at most `retries` times,
+    /// and only from a server that still has `version` — so a dropped connection costs a request,
+    /// not the read. Throws `serverUnreachable` when the rest cannot be had.
+    private func receive(
+        _ response: HTTPClientResponse, of path: RemotePath, bytes: Range<UInt64>, version: ItemVersion,
+        into sink: any ContentSink
+    ) async throws {
+        var response = response
+        var position = bytes.lowerBound
+        var resumes = 0
+        while true {
+            let failure: String
+            do {
+                position += try await stream(response, of: path, from: position, into: sink)
+                if position == bytes.upperBound { return }
+                guard position < bytes.upperBound else {
+                    throw ProviderError.cannotSynchronize(reason: "GET \(path): the server sent more than it announced")
+                }
+                failure = "the server sent \(position - bytes.lowerBound) of \(bytes.count) bytes"
+            } catch let broken as BrokenOff {
+                position = broken.position
+                failure = broken.reason
+            }
+            guard resumes < client.configuration.retries else {
+                throw ProviderError.serverUnreachable(reason: "GET \(path): \(failure)")
+            }
+            resumes += 1
+            response = try await client.send(
+                WebDAVClient.Request(
+                    method: .GET, path: path, headers: [("Range", "bytes=\(position)-\(bytes.upperBound - 1)")]))
+            let range = Self.contentRange(response.headers)
+            guard response.status == .partialContent, range?.start == position,
+                range.map({ $0.end + 1 }) == bytes.upperBound,
+                Item(path: path, size: 0, headers: response.headers).version.content == version.content
+            else {
+                await WebDAVClient.discardBody(of: response)
+                throw ProviderError.serverUnreachable(reason: "GET \(path): \(failure), and the rest could not be had")
+            }
+        }
+    }
+
+    /// Streams a body sent without a length, which cannot be resumed; returns its length.
+    private func streamUnannounced(_ response: HTTPClientResponse, of path: RemotePath, into sink: any ContentSink)
         async throws -> UInt64
     {
+        do {
+            return try await stream(response, of: path, from: 0, into: sink)
+        } catch let broken as BrokenOff {
+            throw ProviderError.serverUnreachable(reason: "GET \(path): \(broken.reason)")
+        }
+    }
+
+    /// Where and why a body broke off.
+    private struct BrokenOff: Error {
+        var position: UInt64
+        var reason: String
+    }
+
+    /// Copies the body into the sink from `offset` on, chunk by chunk as it arrives; returns the
+    /// number of bytes written. A connection that breaks off throws `BrokenOff`.
+    private func stream(
+        _ response: HTTPClientResponse, of path: RemotePath, from offset: UInt64, into sink: any ContentSink
+    ) async throws -> UInt64 {
         var position = offset
         var chunks = response.body.makeAsyncIterator()
         while true {
@@ -118,8 +178,7 @@ extension WebDAVProvider {
                 next = try await chunks.next()
             } catch {
                 if Task.isCancelled { throw CancellationError() }
-                throw ProviderError.serverUnreachable(
-                    reason: "GET \(path) broke off after \(position - offset) bytes: \(error)")
+                throw BrokenOff(position: position, reason: "the connection broke off: \(error)")
             }
             guard let buffer = next else { break }
             try Task.checkCancellation()
@@ -127,10 +186,6 @@ extension WebDAVProvider {
             position += UInt64(buffer.readableBytes)
         }
         return position - offset
-    }
-
-    private func shortBody(_ path: RemotePath, expected: UInt64, got: UInt64) -> ProviderError {
-        .serverUnreachable(reason: "GET \(path): the server sent \(got) of \(expected) bytes")
     }
 
     /// `Content-Range: bytes START-END/TOTAL`.

@@ -70,7 +70,7 @@ extension MountTests {
             for index in 0..<count {
                 try folder.writeRemote("file-\(index).bin", String(repeating: "\(index % 10)", count: 128 << 10))
             }
-            try await folder.openRemoteToServers()
+            try folder.openRemoteToServers()
             let server = try await WebDAVTestServer.start(
                 .apache, serving: URL(fileURLWithPath: folder.remote), bytesPerSecond: 256 << 10)
             defer { server.stop() }
@@ -116,7 +116,7 @@ extension MountTests {
             defer { scratch.remove() }
             try scratch.writeRemote("read/before.txt", String(repeating: "read before\n", count: 10_000))
             try scratch.writeRemote("never/read.txt", "never read\n")
-            try await scratch.openRemoteToServers()
+            try scratch.openRemoteToServers()
             let server = try await WebDAVTestServer.start(.rclone, serving: URL(fileURLWithPath: scratch.remote))
             defer { server.stop() }
             let mount = try await TestMount.start(remote: server.remote, in: scratch)
@@ -143,8 +143,9 @@ extension MountTests {
             let scratch = try Scratch()
             defer { scratch.remove() }
             try scratch.writeRemote("secret.txt", "behind a password\n")
-            try await scratch.openRemoteToServers()
-            let password = "correct horse \(UUID().uuidString)"
+            try scratch.openRemoteToServers()
+            // No spaces: netrc separates its words by white space.
+            let password = "correct-horse-\(UUID().uuidString)"
             for scheme in [WebDAVTestServer.AuthScheme.basic, .digest] {
                 let server = try await WebDAVTestServer.start(
                     .apache, serving: URL(fileURLWithPath: scratch.remote),
@@ -172,6 +173,17 @@ extension MountTests {
                 #expect(!log.contains(password), "\(scheme): the password is in the log")
                 #expect(!output.stderr.contains(password), "\(scheme): the password is in the error message")
                 mount.unmount()
+
+                // The same through a netrc file, without --user or FPFS_PASSWORD.
+                let netrc = scratch.path + "/netrc"
+                try "machine 127.0.0.1 login alice password \(password)\n"
+                    .write(toFile: netrc, atomically: true, encoding: .utf8)
+                let fromNetrc = try await TestMount.start(
+                    remote: server.remote, mountpoint: scratch.mountpoint, cacheDir: cache,
+                    environment: ["NETRC": netrc])
+                defer { fromNetrc.unmount() }
+                let again = try await Command(["cat", "--", fromNetrc.path("secret.txt")]).check()
+                #expect(again.stdout == "behind a password\n", "\(scheme): reading with the netrc password")
             }
         }
     }

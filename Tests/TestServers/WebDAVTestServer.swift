@@ -137,7 +137,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
     private static func registerGroup(_ pgid: Int32) {
         guard let registry else { return }
         try? FileManager.default.createDirectory(atPath: registry, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: registry + "/\(pgid)", contents: nil)
+        _ = FileManager.default.createFile(atPath: registry + "/\(pgid)", contents: nil)
     }
 
     /// True while the main process has not exited; it stays unreaped (a zombie, `Z` in
@@ -147,6 +147,28 @@ public final class WebDAVTestServer: @unchecked Sendable {
             let afterName = stat.range(of: ") ")
         else { return false }
         return stat[afterName.upperBound...].first != "Z"
+    }
+
+    /// Lets the servers' own user (Apache runs as `www-data`) reach `folder` — every folder above it
+    /// gets the search bit for all, as test runs keep their files in private (0700) temporary
+    /// folders — and, when `contents` is true, read and write everything in it.
+    public static func open(_ folder: URL, contents: Bool = true) throws {
+        var ancestor = folder.standardizedFileURL
+        while ancestor.path != "/" {
+            ancestor.deleteLastPathComponent()
+            var status = stat()
+            guard stat(ancestor.path, &status) == 0 else { throw TestServerFailure("stat \(ancestor.path): \(errno)") }
+            if status.st_mode & 0o001 == 0 { chmod(ancestor.path, (status.st_mode & 0o7777) | 0o111) }
+        }
+        guard contents else { return }
+        let paths =
+            [folder.path] + (FileManager.default.subpaths(atPath: folder.path) ?? []).map { folder.path + "/" + $0 }
+        for path in paths {
+            var status = stat()
+            guard lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFLNK else { continue }
+            let isFolder = status.st_mode & S_IFMT == S_IFDIR
+            chmod(path, (status.st_mode & 0o7777) | (isFolder ? 0o777 : 0o666))
+        }
     }
 
     /// Every request Apache logged so far.

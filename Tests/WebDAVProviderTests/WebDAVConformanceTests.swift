@@ -77,14 +77,8 @@ struct ServedFolder {
 
     func openToServer() throws { try Self.openToServer(url) }
 
-    /// Makes everything in the folder readable and writable by any user, as the server needs.
-    static func openToServer(_ url: URL) throws {
-        let chmod = Process()
-        chmod.executableURL = URL(fileURLWithPath: "/bin/chmod")
-        chmod.arguments = ["-R", "a+rwX", url.path]
-        try chmod.run()
-        chmod.waitUntilExit()
-    }
+    /// Makes everything in the folder readable and writable by the server's user.
+    static func openToServer(_ url: URL) throws { try WebDAVTestServer.open(url) }
 
     func remove() { try? FileManager.default.removeItem(at: url) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 
 #if canImport(Glibc)
     import Glibc
@@ -47,7 +48,7 @@ final class Scratch: Sendable {
 
     /// Lets a WebDAV server's own user (Apache's `www-data`) reach `remote/` and read and write
     /// everything in it.
-    func openRemoteToServers() async throws {
-        try await Command.bash("chmod a+x \"$1\" \"$(dirname \"$1\")\" && chmod -R a+rwX \"$2\"", path, remote).check()
+    func openRemoteToServers() throws {
+        try WebDAVTestServer.open(URL(fileURLWithPath: remote))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 
 /// The fixture tree as a WebDAV server can serve it: `FixtureTree` without its symlinks (WebDAV has
 /// none), readable and writable by the server's user, with the 1 GiB file hard-linked rather than
@@ -12,6 +13,8 @@ enum WebDAVFixtureTree {
         let source = try FixtureTree.path()
         let root = TestRoot.path + "/fixture-webdav-" + FixtureTree.version
         let marker = root + ".complete"
+        // Test runs keep their files in a private folder; the server's user must reach the tree.
+        defer { try? WebDAVTestServer.open(URL(fileURLWithPath: root), contents: false) }
         if FileManager.default.fileExists(atPath: marker) { return root }
         let script = """
             set -e
@@ -21,11 +24,10 @@ enum WebDAVFixtureTree {
             ln "$1/$3" "$2/$3"
             find "$2" -type l -delete
             find "$2" ! -path "$2/$3" -exec chmod a+rwX {} +
-            chmod a+x "$(dirname "$2")"
             """
         let output = Command.bash(script, source, root, FixtureTree.bigFile, timeout: .seconds(300)).runBlocking()
         guard output.succeeded else { throw MountTestFailure("cannot build the WebDAV fixture: \(output)") }
-        FileManager.default.createFile(atPath: marker, contents: nil)
+        _ = FileManager.default.createFile(atPath: marker, contents: nil)
         return root
     }
 }
