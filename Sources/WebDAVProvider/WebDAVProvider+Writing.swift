@@ -48,7 +48,8 @@ extension WebDAVProvider {
             switch status.code {
             case 200, 201, 204: break
             case 412: throw ProviderError.filenameCollision(existing: path.identifier)
-            case 409: throw ProviderError.noSuchItem(parent.identifier)
+            // A missing parent: 409 from Apache, 404 from rclone.
+            case 404, 409: throw ProviderError.noSuchItem(parent.identifier)
             default: throw WebDAVClient.error(for: status, path: path, method: .PUT)
             }
         }

@@ -40,14 +40,14 @@ extension MountTests {
             defer { mount.unmount() }
             let file = FixtureTree.bigFile
             let block: UInt64 = 1 << 20
-            let sent = { try server.accessLog().filter { $0.method == "GET" && $0.path.hasSuffix(file) } }
+            let sent = { try await server.accessLog().filter { $0.method == "GET" && $0.path.hasSuffix(file) } }
 
             let piece = "dd if=\"$1\" bs=4096 skip=$((900 * 256)) count=1 status=none | sha256sum"
             let read = try await Command.bash(piece, mount.path(file)).check()
             let expected = try await Command.bash(piece, tree + "/" + file).check()
             #expect(
                 read.stdout.prefix(64) == expected.stdout.prefix(64), "the 4 KiB at 900 MiB differ from the server's")
-            let far = try sent()
+            let far = try await sent()
             #expect(!far.isEmpty && far.allSatisfy { $0.range != nil }, "the far read was not a range request: \(far)")
             #expect(far.reduce(0) { $0 + $1.bytesSent } <= 2 * block, "a 4 KiB read made the server send \(far)")
             #expect(try await mount.xattr("user.fpfs.state", of: file) == "partial")
@@ -55,7 +55,7 @@ extension MountTests {
             let whole = try await Command.bash("sha256sum < \"$1\"", mount.path(file), timeout: .seconds(300)).check()
             let source = try await Command.bash("sha256sum < \"$1\"", tree + "/" + file, timeout: .seconds(300)).check()
             #expect(whole.stdout.prefix(64) == source.stdout.prefix(64), "the whole file differs from the server's")
-            let total = try sent().reduce(0) { $0 + $1.bytesSent }
+            let total = try await sent().reduce(0) { $0 + $1.bytesSent }
             #expect(
                 total <= UInt64(FixtureTree.bigFileSize) + block,
                 "reading the file once made the server send \(total) bytes for \(FixtureTree.bigFileSize)")
@@ -82,7 +82,7 @@ extension MountTests {
 
             let readAll = "for f in \"$1\"/file-*.bin; do cat \"$f\" > /dev/null & done; wait"
             try await Command.bash(readAll, mount.mountpoint, timeout: .seconds(120)).check()
-            let gets = try server.accessLog().filter { $0.method == "GET" }
+            let gets = try await server.accessLog().filter { $0.method == "GET" }
             #expect(gets.count >= count, "\(count) readers made \(gets.count) GETs")
             #expect(
                 gets.maximumConcurrency() == depth,
@@ -104,7 +104,8 @@ extension MountTests {
 
             let refused = await Command([updatedb, "--", mount.path(FixtureTree.mediumFile)]).run()
             #expect(refused.status != 0 && refused.stderr.contains("Resource deadlock avoided"), "\(refused)")
-            #expect(try server.accessLog().filter { $0.method == "GET" }.isEmpty, "a refused read reached the server")
+            #expect(
+                try await server.accessLog().filter { $0.method == "GET" }.isEmpty, "a refused read reached the server")
             #expect(try await mount.xattr("user.fpfs.state", of: FixtureTree.mediumFile) == "cloud")
             let allowed = try await Command(["cat", "--", mount.path(FixtureTree.smallFile)]).check()
             #expect(allowed.stdout == FixtureTree.smallFileContents)

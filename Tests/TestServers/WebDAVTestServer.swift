@@ -92,7 +92,9 @@ public final class WebDAVTestServer: @unchecked Sendable {
                 if let credentials { rclone += ["--user", credentials.user, "--pass", credentials.password] }
                 arguments = rclone
             }
-            let pid = try spawn(arguments, stderr: directory.appending(path: "stderr.log").path)
+            let pid = try ChildProcess.spawn(
+                arguments, stdout: .file("/dev/null"), stderr: .file(directory.appending(path: "stderr.log").path),
+                newProcessGroup: true)
             registerGroup(pid)
             let server = WebDAVTestServer(kind: kind, root: root, port: port, directory: directory, pid: pid)
             if await server.waitUntilAnswering(timeout: .seconds(20)) { return server }
@@ -172,10 +174,23 @@ public final class WebDAVTestServer: @unchecked Sendable {
     }
 
     /// Every request Apache logged so far.
-    public func accessLog() throws -> [AccessLogEntry] {
+    ///
+    /// Apache writes a request's line just after it has answered, so a client may hold an answer
+    /// whose line is not there yet. So this first asks for a marker path outside `/dav` and waits
+    /// (up to 10 s) until the marker's line is in the log: every request answered before is then.
+    public func accessLog() async throws -> [AccessLogEntry] {
         guard kind == .apache else { throw TestServerFailure("only Apache keeps an access log") }
-        let text = try String(contentsOf: directory.appending(path: "access.log"), encoding: .utf8)
-        return text.split(separator: "\n").compactMap(AccessLogEntry.init(line:))
+        let marker = "/fpfs-log-marker-\(UUID().uuidString)"
+        Self.send("GET \(marker) HTTP/1.0\r\n\r\n", toPort: port)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            let text = try String(contentsOf: directory.appending(path: "access.log"), encoding: .utf8)
+            let entries = text.split(separator: "\n").compactMap(AccessLogEntry.init(line:))
+            if entries.contains(where: { $0.path == marker }) || ContinuousClock.now > deadline {
+                return entries.filter { $0.path.hasPrefix("/dav") }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// The last lines the server wrote to its error log and stderr, for failure messages.
@@ -263,31 +278,6 @@ public final class WebDAVTestServer: @unchecked Sendable {
         return directory
     }
 
-    /// Starts `arguments` as the leader of a new process group, stdin and stdout from and to
-    /// /dev/null, stderr appended to `stderr`.
-    private static func spawn(_ arguments: [String], stderr: String) throws -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK))
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
-        guard result == 0 else { throw TestServerFailure("cannot start \(arguments[0]): errno \(result)") }
-        return pid
-    }
-
     /// A port nothing listens on now, from the kernel's choice for a socket bound to port 0.
     private static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -309,18 +299,36 @@ public final class WebDAVTestServer: @unchecked Sendable {
 
     /// True when something accepts a TCP connection on 127.0.0.1:`port`.
     private static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
+        guard let fd = connection(toPort: port) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// Sends `request` on a new connection and reads the answer to its end. Blocks briefly.
+    private static func send(_ request: String, toPort port: Int) {
+        guard let fd = connection(toPort: port) else { return }
         defer { close(fd) }
+        _ = Array(request.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    /// A socket connected to 127.0.0.1:`port`, or nil.
+    private static func connection(toPort port: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
+        let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
+        if connected { return fd }
+        close(fd)
+        return nil
     }
 
     /// Runs a small tool to completion and returns its output.

@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 
 #if canImport(Glibc)
     import Glibc
@@ -128,51 +129,24 @@ struct Command: Sendable, CustomStringConvertible {
         return output
     }
 
-    /// Starts the child in a process group of its own with default signal handling, stdin from
-    /// /dev/null. Returns nil (and fills `output`) when it cannot start.
+    /// Starts the child in a process group of its own (so the watchdog can kill all it started),
+    /// stdin from /dev/null, in `directory` when one is given. Returns nil (and fills `output`)
+    /// when it cannot start.
     private func spawn(stdout: Int32, stderr: Int32, output: inout Output) -> pid_t? {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaulted = sigset_t()
-        sigemptyset(&defaulted)
-        for signal in [SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGALRM, SIGUSR1, SIGUSR2, SIGCHLD] {
-            sigaddset(&defaulted, signal)
-        }
-        posix_spawnattr_setsigdefault(&attributes, &defaulted)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
         var environment = ProcessInfo.processInfo.environment.merging(self.environment) { $1 }
         environment["LC_ALL"] = "C"
         environment["TZ"] = "UTC"
         // posix_spawn_file_actions_addchdir_np needs _GNU_SOURCE, which Swift's Glibc module lacks.
         var arguments = arguments
         if let directory { arguments = ["/bin/sh", "-c", "cd -- \"$0\" && exec \"$@\"", directory] + arguments }
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard result == 0 else {
-            output.stderrData = Data("cannot start \(arguments[0]): \(String(cString: strerror(result)))".utf8)
+        do {
+            return try ChildProcess.spawn(
+                arguments, stdout: .descriptor(stdout), stderr: .descriptor(stderr), environment: environment,
+                newProcessGroup: true)
+        } catch {
+            output.stderrData = Data("\(error)".utf8)
             return nil
         }
-        return pid
     }
 
     /// A temporary file already unlinked, so nothing is left behind whatever happens.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestServers
 
 #if canImport(Glibc)
     import Glibc
@@ -118,9 +119,9 @@ final class FakeWebDAVServer: Sendable {
     /// Runs the script and waits until it has written the port it listens on.
     private func launch(port: Int) async throws {
         try? FileManager.default.removeItem(atPath: portFile)
-        let pid = try spawn([
-            "python3", Self.script, root, "--rules", rulesFile, "--port", String(port), "--port-file", portFile,
-        ])
+        let pid = try ChildProcess.spawn(
+            ["python3", Self.script, root, "--rules", rulesFile, "--port", String(port), "--port-file", portFile],
+            stdout: .file(logFile), stderr: .stdout)
         state.withLock { $0.pid = pid }
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
@@ -138,38 +139,6 @@ final class FakeWebDAVServer: Sendable {
         }
         await stop()
         throw MountTestFailure("fake-webdav.py reported no port within 30 s: \(log)")
-    }
-
-    /// Starts `arguments` with stdin from /dev/null, stdout and stderr appended to the log, and
-    /// default signal handling, so SIGTERM ends it.
-    private func spawn(_ arguments: [String]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaulted = sigset_t()
-        sigemptyset(&defaulted)
-        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGHUP] { sigaddset(&defaulted, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaulted)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
-        guard result == 0 else {
-            throw MountTestFailure("cannot start \(arguments[0]): \(String(cString: strerror(result)))")
-        }
-        return pid
     }
 
     /// Reaps the child if it ends within `timeout`; true once it is gone.

@@ -35,27 +35,18 @@ enum TreeListing: String, CaseIterable, Sendable, CustomStringConvertible {
                 ["find", ".", "-mindepth", "1", "-printf", "%y %p -> %l\\0"], in: root, timeout: .seconds(120)
             ).check()
             return Self.sortedBytewise(Self.records(output.stdout))
-        case .stat:
+        case .stat, .statWithoutModes:
+            let format = self == .stat ? "%F|%s|%a|%Y|%n" : "%F|%s|%Y|%n"
             let output = try await Command.bash(
-                "find . -mindepth 1 -print0 | xargs -0 -r stat --printf '%F|%s|%a|%Y|%n\\0' --",
-                in: root, timeout: .seconds(120)
+                "find . -mindepth 1 -print0 | xargs -0 -r stat --printf \"$1\\0\" --", format, in: root,
+                timeout: .seconds(120)
             ).check()
             return Self.sortedBytewise(Self.records(output.stdout).map(Self.normalizeStat))
-        case .sha256sum:
+        case .sha256sum, .sha256sumOfSmallFiles:
+            let sizeFilter = self == .sha256sum ? "" : "-size -100M"
             let output = try await Command.bash(
-                "find . -type f -print0 | sort -z | xargs -0 -r sha256sum --", in: root, timeout: .seconds(900)
-            ).check()
-            return output.lines
-        case .statWithoutModes:
-            let output = try await Command.bash(
-                "find . -mindepth 1 -print0 | xargs -0 -r stat --printf '%F|%s|%Y|%n\\0' --",
-                in: root, timeout: .seconds(120)
-            ).check()
-            return Self.sortedBytewise(Self.records(output.stdout).map(Self.normalizeStat))
-        case .sha256sumOfSmallFiles:
-            let output = try await Command.bash(
-                "find . -type f -size -100M -print0 | sort -z | xargs -0 -r sha256sum --", in: root,
-                timeout: .seconds(300)
+                "find . -type f \(sizeFilter) -print0 | sort -z | xargs -0 -r sha256sum --", in: root,
+                timeout: .seconds(900)
             ).check()
             return output.lines
         }
