@@ -26,12 +26,15 @@ final class FakeWebDAVServer: Sendable {
         var method: String?
         /// KiB per second, for `slow`.
         var rate: Int?
+        /// Applies to the first `times` matching requests only; nil for all of them.
+        var times: Int?
 
-        init(_ fault: Fault, path: String, method: String? = nil, rate: Int? = nil) {
+        init(_ fault: Fault, path: String, method: String? = nil, rate: Int? = nil, times: Int? = nil) {
             self.fault = fault
             self.path = path
             self.method = method
             self.rate = rate
+            self.times = times
         }
     }
 

@@ -9,7 +9,8 @@ a list of rules such as
     {"fault": "slow", "path": "big.bin", "method": "GET", "rate": 64}
 
 A rule applies to a request whose URL path ends with "path" and, if "method" is given, whose
-method is that one; the first rule that applies decides. The faults:
+method is that one; the first rule that applies decides. With "times": N a rule applies to the
+first N requests it matches only (counted per rule, for as long as the server runs). The faults:
 
     status500    answer 500 Internal Server Error (GET and PROPFIND)
     shortBody    GET: promise Content-Length N, send N/2 bytes, then close the connection
@@ -116,6 +117,13 @@ class Handler(BaseHTTPRequestHandler):
         path = urllib.parse.urlsplit(self.path).path
         for rule in rules:
             if path.endswith(rule["path"]) and rule.get("method", self.command) == self.command:
+                if "times" in rule:
+                    key = json.dumps(rule, sort_keys=True)
+                    with self.server.lock:
+                        used = self.server.rule_uses.get(key, 0)
+                        if used >= rule["times"]:
+                            continue
+                        self.server.rule_uses[key] = used + 1
                 return rule
         return {}
 
@@ -205,6 +213,8 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
     server.root = os.path.abspath(options.root)
     server.rules_file = options.rules
+    server.lock = threading.Lock()
+    server.rule_uses = {}
     port = server.server_address[1]
     if options.port_file:
         with open(options.port_file + ".tmp", "w", encoding="utf-8") as file:
