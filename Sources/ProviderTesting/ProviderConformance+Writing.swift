@@ -22,9 +22,12 @@ extension ProviderConformance {
             try expect(link.symlinkTarget == Array("some/where".utf8), "a created symlink points elsewhere")
             created.append((link, linkName, .symlink))
         } else {
-            try await expectError("creating a symlink on a remote without them", "featureUnsupported", matching: {
-                $0 == .featureUnsupported
-            }) { _ = try await create(linkName, .symlink, in: scratch, target: "some/where") }
+            try await expectError(
+                "creating a symlink on a remote without them", "featureUnsupported",
+                matching: {
+                    $0 == .featureUnsupported
+                }
+            ) { _ = try await create(linkName, .symlink, in: scratch, target: "some/where") }
         }
         for (item, name, kind) in created {
             try expect(
@@ -33,7 +36,9 @@ extension ProviderConformance {
             try expect(item.kind == kind, "createItem(\(name)) returned a \(item.kind), not a \(kind)")
             try expect(item.filename == Filename(name), "createItem(\(name)) returned filename \(item.filename)")
             try expect(item.parentIdentifier == scratch, "createItem(\(name)) returned parent \(item.parentIdentifier)")
-            let looked = try await attempt("item(for: created \(name))") { try await provider.item(for: item.identifier) }
+            let looked = try await attempt("item(for: created \(name))") {
+                try await provider.item(for: item.identifier)
+            }
             try expect(looked.version == item.version, "item(for:) of a created item reports another version")
         }
         try expect(file.size == UInt64(contents.count), "createItem returned size \(file.size), not \(contents.count)")
@@ -50,8 +55,8 @@ extension ProviderConformance {
         let scratch = try await resolve(ConformanceFixture.scratchPath).identifier
         let name = scratchName(.modifyItem, "file.bin")
         let original: Item
-        do { original = try await create(name, .file, in: scratch, contents: Array("version one".utf8)) } catch
-            let violation as Violation where violation.isUnsupported
+        do { original = try await create(name, .file, in: scratch, contents: Array("version one".utf8)) } catch let
+            violation as Violation where violation.isUnsupported
         {
             return .skipped(reason: "the provider does not create items")
         }
@@ -73,7 +78,9 @@ extension ProviderConformance {
         try expect(renamed.filename == Filename(newName), "a rename returned filename \(renamed.filename)")
         try expect(renamed.version.content == modified.version.content, "a rename changed the content version")
         let names = try await list(scratch).map(\.filename)
-        try expect(names.contains(Filename(newName)) && !names.contains(Filename(name)), "the listing does not show the rename")
+        try expect(
+            names.contains(Filename(newName)) && !names.contains(Filename(name)), "the listing does not show the rename"
+        )
         try await cleanUp(renamed)
         return .passed
     }
@@ -82,27 +89,37 @@ extension ProviderConformance {
         let scratch = try await resolve(ConformanceFixture.scratchPath).identifier
         let original: Item
         do {
-            original = try await create(scratchName(.staleBaseVersion, "file"), .file, in: scratch, contents: [1, 2, 3])
+            original = try await create(
+                scratchName(.staleBaseVersion, "file"), .file, in: scratch, contents: [1, 2, 3])
         } catch let violation as Violation where violation.isUnsupported {
             return .skipped(reason: "the provider does not create items")
         }
         let current = try await attempt("modifyItem(contents)") {
-            try await modifyContents(of: original, to: Array("the remote's newer contents".utf8), baseVersion: original.version)
+            try await modifyContents(
+                of: original, to: Array("the remote's newer contents".utf8), baseVersion: original.version)
         }
         var remote: Item?
-        try await expectError("modifyItem with a stale base version", "conflict", matching: {
-            guard case .conflict(let item) = $0 else { return false }
-            remote = item
-            return true
-        }) {
+        try await expectError(
+            "modifyItem with a stale base version", "conflict",
+            matching: {
+                guard case .conflict(let item) = $0 else { return false }
+                remote = item
+                return true
+            }
+        ) {
             _ = try await modifyContents(of: original, to: [9, 9, 9], baseVersion: original.version)
         }
         if let remote {
-            try expect(remote.version == current.version, "conflict(remote:) carries version \(remote.version), not the remote's")
+            try expect(
+                remote.version == current.version,
+                "conflict(remote:) carries version \(remote.version), not the remote's")
         }
-        try await expectError("deleteItem with a stale base version", "conflict", matching: {
-            if case .conflict = $0 { true } else { false }
-        }) {
+        try await expectError(
+            "deleteItem with a stale base version", "conflict",
+            matching: {
+                if case .conflict = $0 { true } else { false }
+            }
+        ) {
             try await provider.deleteItem(identifier: original.identifier, baseVersion: original.version, options: [])
         }
         try expect(
@@ -135,7 +152,8 @@ extension ProviderConformance {
             _ = try await provider.modifyItem(
                 rename, baseVersion: other.version, changedFields: .filename, contents: nil, options: [])
         }
-        try expect(try await fetch(taken.identifier).bytes == [1], "a refused create or rename overwrote the taken name")
+        try expect(
+            try await fetch(taken.identifier).bytes == [1], "a refused create or rename overwrote the taken name")
         for item in [taken, other] { try await cleanUp(item) }
         return .passed
     }
@@ -151,9 +169,12 @@ extension ProviderConformance {
         }
         let child = try await create("child", .file, in: directory.identifier, contents: [1])
         let isNoSuchItem: (ProviderError) -> Bool = { if case .noSuchItem = $0 { true } else { false } }
-        try await expectError("deleting a non-empty directory without .recursive", "directoryNotEmpty", matching: {
-            $0 == .directoryNotEmpty
-        }) {
+        try await expectError(
+            "deleting a non-empty directory without .recursive", "directoryNotEmpty",
+            matching: {
+                $0 == .directoryNotEmpty
+            }
+        ) {
             let current = try await provider.item(for: directory.identifier)
             try await provider.deleteItem(identifier: directory.identifier, baseVersion: current.version, options: [])
         }
@@ -166,7 +187,8 @@ extension ProviderConformance {
         let grandchild = try await create("again", .file, in: directory.identifier, contents: [2])
         try await attempt("deleteItem(directory, .recursive)") {
             let current = try await provider.item(for: directory.identifier)
-            try await provider.deleteItem(identifier: directory.identifier, baseVersion: current.version, options: .recursive)
+            try await provider.deleteItem(
+                identifier: directory.identifier, baseVersion: current.version, options: .recursive)
         }
         for item in [directory, grandchild] {
             try await expectError("item(for:) of a recursively deleted item", "noSuchItem", matching: isNoSuchItem) {

@@ -9,7 +9,7 @@ import SystemPackage
 import VFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The mount itself, running in the foreground: opens the cache, starts the provider and the

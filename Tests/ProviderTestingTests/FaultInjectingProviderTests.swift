@@ -44,7 +44,8 @@ import Testing
     @Test func namesAreLearnedFromListingsWithoutExtraLookups() async throws {
         injector.add(FaultRule(.error(.notAuthenticated(reason: "x")), on: .item, for: .filename("bad.txt")))
         let docs = try #require(remote.item(atPath: "docs"))
-        _ = try await provider.enumerator(for: docs.identifier).enumerateItems(startingAt: .initial, suggestedPageSize: 10)
+        _ = try await provider.enumerator(for: docs.identifier).enumerateItems(
+            startingAt: .initial, suggestedPageSize: 10)
         await #expect(throws: ProviderError.self) { try await provider.item(for: bad.identifier) }
         #expect(remote.recorder.count(.item) == 0)
     }
@@ -152,7 +153,8 @@ import Testing
         let created = try await provider.createItem(basedOn: template, fields: [], contents: nil, options: [])
         injector.add(try FaultRule(parsing: "error=conflict:modify:new.txt"))
         await #expect(throws: ProviderError.conflict(remote: nil)) {
-            try await provider.modifyItem(created, baseVersion: created.version, changedFields: [], contents: nil, options: [])
+            try await provider.modifyItem(
+                created, baseVersion: created.version, changedFields: [], contents: nil, options: [])
         }
         injector.add(try FaultRule(parsing: "error=deletionRejected:delete"))
         await #expect(throws: ProviderError.deletionRejected) {
