@@ -139,6 +139,32 @@ extension MountTests {
             #expect(listing.stdout.contains("before.txt") && listing.stdout.contains("read.txt"))
         }
 
+        @Test("webdavs:// reads over TLS from a server the system trusts; an untrusted certificate is refused")
+        func tls() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("over-tls.txt", "encrypted on the way\n")
+            try scratch.openRemoteToServers()
+            let served = URL(fileURLWithPath: scratch.remote)
+            let trusted = try await WebDAVTestServer.start(.apache, serving: served, tls: .trustedBySystem)
+            defer { trusted.stop() }
+            let mount = try await TestMount.start(remote: trusted.remote, in: scratch)
+            defer { mount.unmount() }
+            let read = try await Command(["cat", "--", mount.path("over-tls.txt")]).check()
+            #expect(read.stdout == "encrypted on the way\n")
+            mount.unmount()
+
+            let untrusted = try await WebDAVTestServer.start(.apache, serving: served, tls: .untrusted)
+            defer { untrusted.stop() }
+            let refused = await
+                (try TestMount.mountCommand(
+                    remote: untrusted.remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache + "-untrusted"))
+                .run()
+            #expect(refused.status != 0, "a server with an untrusted certificate was mounted")
+            #expect(refused.stderr.contains("CERTIFICATE_VERIFY_FAILED"), "\(refused)")
+            #expect(!MountTable.isMounted(scratch.mountpoint))
+        }
+
         @Test("a wrong password is refused with 'authentication failed'; the password shows in no process or log")
         func wrongPassword() async throws {
             let scratch = try Scratch()

@@ -43,31 +43,44 @@ public final class WebDAVTestServer: @unchecked Sendable {
     public let port: Int
     /// The server's main process, which leads a process group with its workers.
     public let pid: Int32
+    /// How the server speaks TLS, if it does.
+    public let tls: TLS?
     /// The temporary folder with the configuration and logs.
     private let directory: URL
     private let lock = NSLock()
     private var stopped = false
 
-    /// `http://127.0.0.1:PORT/dav/`.
-    public var url: URL { URL(string: "http://127.0.0.1:\(port)/dav/")! }
-    /// The same collection as an fpfs remote: `webdav://127.0.0.1:PORT/dav/`.
-    public var remote: String { "webdav://127.0.0.1:\(port)/dav/" }
+    /// `http://127.0.0.1:PORT/dav/` (`https://` with TLS).
+    public var url: URL { URL(string: "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/dav/")! }
+    /// The same collection as an fpfs remote: `webdav://127.0.0.1:PORT/dav/` (`webdavs://` with TLS).
+    public var remote: String { "\(tls == nil ? "webdav" : "webdavs")://127.0.0.1:\(port)/dav/" }
 
-    private init(kind: Kind, root: URL, port: Int, directory: URL, pid: Int32) {
+    /// HTTPS with a self-signed certificate for 127.0.0.1, made for this server.
+    public enum TLS: Sendable {
+        /// The certificate is added to the system's trust store (/etc/ssl/certs, by its subject
+        /// hash) while the server runs, so clients that trust the system store trust it.
+        case trustedBySystem
+        /// Nobody trusts the certificate.
+        case untrusted
+    }
+
+    private init(kind: Kind, root: URL, port: Int, directory: URL, pid: Int32, tls: TLS?) {
         self.kind = kind
         self.root = root
         self.port = port
         self.directory = directory
         self.pid = pid
+        self.tls = tls
     }
 
     deinit { stop() }
 
     /// Starts a server for `root` (an existing folder) and returns once it answers; throws with
     /// the end of its error log if it does not within 20 seconds. With `bytesPerSecond` (Apache
-    /// only) every answer's body is sent no faster, so tests can keep requests in flight.
+    /// only) every answer's body is sent no faster, so tests can keep requests in flight; with
+    /// `tls` (Apache only) it speaks HTTPS.
     public static func start(
-        _ kind: Kind, serving root: URL, credentials: Credentials? = nil, bytesPerSecond: Int? = nil
+        _ kind: Kind, serving root: URL, credentials: Credentials? = nil, bytesPerSecond: Int? = nil, tls: TLS? = nil
     ) async throws -> WebDAVTestServer {
         var lastFailure = "no attempt"
         for _ in 0..<5 {
@@ -76,14 +89,16 @@ public final class WebDAVTestServer: @unchecked Sendable {
             let arguments: [String]
             switch kind {
             case .apache:
+                if let tls { try makeCertificate(in: directory, trusted: tls == .trustedBySystem) }
                 try apacheConfiguration(
                     root: root, port: port, directory: directory, credentials: credentials,
-                    bytesPerSecond: bytesPerSecond
+                    bytesPerSecond: bytesPerSecond, tls: tls != nil
                 ).write(to: directory.appending(path: "httpd.conf"), atomically: true, encoding: .utf8)
                 arguments = ["/usr/sbin/apache2", "-f", directory.appending(path: "httpd.conf").path, "-DFOREGROUND"]
             case .rclone:
                 precondition(
-                    bytesPerSecond == nil && credentials?.scheme != .digest, "rclone: Basic auth only, no rate")
+                    bytesPerSecond == nil && credentials?.scheme != .digest && tls == nil,
+                    "rclone: Basic auth only, no rate, no TLS")
                 var rclone = [
                     "/usr/bin/rclone", "serve", "webdav", root.path, "--addr", "127.0.0.1:\(port)", "--baseurl", "/dav",
                     "--config", "/dev/null", "--dir-cache-time", "0s", "--local-encoding", "None",
@@ -96,7 +111,8 @@ public final class WebDAVTestServer: @unchecked Sendable {
                 arguments, stdout: .file("/dev/null"), stderr: .file(directory.appending(path: "stderr.log").path),
                 newProcessGroup: true)
             registerGroup(pid)
-            let server = WebDAVTestServer(kind: kind, root: root, port: port, directory: directory, pid: pid)
+            let server = WebDAVTestServer(
+                kind: kind, root: root, port: port, directory: directory, pid: pid, tls: tls)
             if await server.waitUntilAnswering(timeout: .seconds(20)) { return server }
             lastFailure = server.errorLogTail()
             server.stop()
@@ -126,6 +142,9 @@ public final class WebDAVTestServer: @unchecked Sendable {
         }
         // Workers that outlived their parent are still in the group.
         kill(-pid, SIGKILL)
+        if let trusted = try? String(contentsOf: directory.appending(path: "trusted-as"), encoding: .utf8) {
+            try? FileManager.default.removeItem(atPath: trusted)
+        }
         try? FileManager.default.removeItem(at: directory)
         if let registry = Self.registry { try? FileManager.default.removeItem(atPath: registry + "/\(pid)") }
     }
@@ -179,7 +198,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
     /// whose line is not there yet. So this first asks for a marker path outside `/dav` and waits
     /// (up to 10 s) until the marker's line is in the log: every request answered before is then.
     public func accessLog() async throws -> [AccessLogEntry] {
-        guard kind == .apache else { throw TestServerFailure("only Apache keeps an access log") }
+        guard kind == .apache, tls == nil else { throw TestServerFailure("only Apache over HTTP keeps an access log") }
         let marker = "/fpfs-log-marker-\(UUID().uuidString)"
         Self.send("GET \(marker) HTTP/1.0\r\n\r\n", toPort: port)
         let deadline = ContinuousClock.now + .seconds(10)
@@ -209,13 +228,41 @@ public final class WebDAVTestServer: @unchecked Sendable {
         return false
     }
 
+    /// A key and a self-signed certificate for 127.0.0.1 in `directory`; when `trusted`, a copy in
+    /// /etc/ssl/certs under its subject hash (its path noted in `trusted-as` for `stop`).
+    private static func makeCertificate(in directory: URL, trusted: Bool) throws {
+        let (key, certificate) = (directory.appending(path: "key.pem").path, directory.appending(path: "cert.pem").path)
+        _ = try runTool(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+                "-subj", "/CN=fpfs test \(UUID().uuidString)", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            ])
+        guard trusted else { return }
+        let hash = try runTool("/usr/bin/openssl", ["x509", "-hash", "-noout", "-in", certificate])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        var index = 0
+        while FileManager.default.fileExists(atPath: "/etc/ssl/certs/\(hash).\(index)") { index += 1 }
+        let installed = "/etc/ssl/certs/\(hash).\(index)"
+        try FileManager.default.copyItem(atPath: certificate, toPath: installed)
+        try installed.write(to: directory.appending(path: "trusted-as"), atomically: true, encoding: .utf8)
+    }
+
     private static func apacheConfiguration(
-        root: URL, port: Int, directory: URL, credentials: Credentials?, bytesPerSecond: Int?
+        root: URL, port: Int, directory: URL, credentials: Credentials?, bytesPerSecond: Int?, tls: Bool
     ) throws -> String {
-        let modules = [
-            "mpm_event", "authz_core", "alias", "dav", "dav_fs", "auth_basic", "auth_digest", "authn_core",
-            "authn_file", "authz_user", "ratelimit", "env",
-        ]
+        let modules =
+            [
+                "mpm_event", "authz_core", "alias", "dav", "dav_fs", "auth_basic", "auth_digest", "authn_core",
+                "authn_file", "authz_user", "ratelimit", "env",
+            ] + (tls ? ["socache_shmcb", "ssl"] : [])
+        let tlsSettings =
+            tls
+            ? """
+            SSLEngine on
+            SSLCertificateFile \(directory.path)/cert.pem
+            SSLCertificateKeyFile \(directory.path)/key.pem
+            """ : ""
         var auth = "Require all granted"
         if let credentials {
             let file = directory.appending(path: "users")
@@ -257,6 +304,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
             LogFormat "%{begin:usec}t\\t%D\\t%m\\t%>s\\t%B\\t%{Range}i\\t%U" timed
             CustomLog \(directory.path)/access.log timed
             DavLockDB \(directory.path)/lock/davlock
+            \(tlsSettings)
             Alias /dav \(root.path)
             <Directory \(root.path)>
               Dav On
