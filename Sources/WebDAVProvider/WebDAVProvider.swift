@@ -88,8 +88,13 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
 
     /// The item at `path` now, by `PROPFIND Depth: 0`.
     func properties(of path: RemotePath) async throws -> Item {
-        let request = propfindRequest(path, depth: 0, isCollection: path.components.isEmpty)
-        let (response, body) = try await client.sendCollecting(request)
+        var request = propfindRequest(path, depth: 0, isCollection: path.components.isEmpty)
+        var (response, body) = try await client.sendCollecting(request)
+        if [301, 302, 307, 308].contains(response.status.code), !request.isCollection {
+            // A folder asked for without its final slash: servers with mod_dir-like rules redirect.
+            request.isCollection = true
+            (response, body) = try await client.sendCollecting(request)
+        }
         guard response.status.code == 207 else {
             throw WebDAVClient.error(for: response.status, path: path, method: request.method)
         }
