@@ -37,8 +37,8 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
         }
     }
 
-    /// Asks the server for the mounted collection once: nil when it answers as a collection should,
-    /// else the error a user should see (wrong password, no such path, no server).
+    /// Asks the server for the mounted collection once: returns when it answers as a collection
+    /// should, else throws the error a user should see (wrong password, no such path, no server).
     public func checkReachable() async throws {
         let root = try await item(for: .rootContainer)
         guard root.kind == .directory else {
