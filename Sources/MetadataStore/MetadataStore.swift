@@ -12,7 +12,7 @@ import GRDB
 
 /// The SQLite store of one mount's metadata.
 public final class MetadataStore: Sendable {
-    private let writer: any DatabaseWriter
+    let writer: any DatabaseWriter
 
     /// Opens (creating if needed) the store in `file`.
     public init(file: URL) throws {
@@ -70,6 +70,40 @@ public final class MetadataStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("v2-journal") { db in
+            // The journal of local changes the remote does not have yet (DESIGN §4). A live item
+            // has at most one pending change, whose fields accumulate; a deleted item keeps only
+            // what its deletion needs. `sequence` orders all of them; every change takes the next
+            // number from journalClock, so an uploader can tell whether a row changed under it.
+            try db.execute(
+                sql: """
+                    CREATE TABLE pendingChange (
+                      inode INTEGER PRIMARY KEY,
+                      sequence INTEGER NOT NULL,
+                      isCreation INTEGER NOT NULL,
+                      fields INTEGER NOT NULL,
+                      attempts INTEGER NOT NULL DEFAULT 0,
+                      lastError TEXT
+                    );
+                    CREATE TABLE pendingDeletion (
+                      identifier TEXT PRIMARY KEY,
+                      sequence INTEGER NOT NULL,
+                      kind INTEGER NOT NULL,
+                      contentVersion BLOB NOT NULL,
+                      metadataVersion BLOB NOT NULL,
+                      attempts INTEGER NOT NULL DEFAULT 0,
+                      lastError TEXT
+                    );
+                    CREATE TABLE journalClock (sequence INTEGER NOT NULL);
+                    INSERT INTO journalClock (sequence) VALUES (0);
+                    -- Files whose whole content lives in the local folder rather than the block
+                    -- cache: written ones, and conflict copies.
+                    CREATE TABLE localContent (
+                      inode INTEGER PRIMARY KEY,
+                      isConflictCopy INTEGER NOT NULL DEFAULT 0
+                    );
+                    """)
+        }
         return migrator
     }
 
@@ -98,9 +132,9 @@ public final class MetadataStore: Sendable {
         return try await writer.write { db in try items.map { try Self.upsert($0, in: db) } }
     }
 
-    private static let placeholders = Array(repeating: "?", count: ItemRecord.columns.count).joined(separator: ", ")
+    static let placeholders = Array(repeating: "?", count: ItemRecord.columns.count).joined(separator: ", ")
 
-    private static func upsert(_ item: Item, in db: Database) throws -> ItemRecord {
+    static func upsert(_ item: Item, in db: Database) throws -> ItemRecord {
         let columns = ItemRecord.columns.joined(separator: ", ")
         let updates = ItemRecord.columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
         let inode = try Int64.fetchOne(
@@ -241,7 +275,8 @@ public final class MetadataStore: Sendable {
     public func setSetting(_ key: String, to value: String) async throws {
         try await writer.write { db in
             try db.execute(
-                sql: "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                sql:
+                    "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 arguments: [key, value])
         }
     }
