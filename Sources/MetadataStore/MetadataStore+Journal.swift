@@ -12,6 +12,8 @@ extension MetadataStore {
     @discardableResult
     public func insertLocalItem(_ item: Item, fields: ItemFields) async throws -> ItemRecord {
         try await writer.write { db in
+            var item = item
+            item.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
             let record = try Self.upsert(item, in: db)
             let sequence = try Self.nextSequence(in: db)
             try db.execute(
@@ -38,10 +40,20 @@ extension MetadataStore {
         async throws -> ItemRecord
     {
         try await writer.write { db in
-            try Self.update(item, inode: inode, in: db)
+            guard
+                var stored = try ItemRecord.fetchOne(
+                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            else { throw DatabaseError(message: "no item with inode \(inode)") }
+            // The identity (identifier, version) is the remote's to give, never a change's.
+            var changed = item
+            changed.identifier = stored.identifier
+            changed.version = stored.item.version
+            changed.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
+            stored.item = changed
+            try Self.update(changed, inode: inode, in: db)
             try Self.journal(fields, inode: inode, in: db)
             if localContent { try Self.noteLocalContent(inode: inode, in: db) }
-            return ItemRecord(inode: inode, item: item)
+            return stored
         }
     }
 
@@ -123,7 +135,7 @@ extension MetadataStore {
                 let record = try ItemRecord.fetchOne(
                     db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
             else { return false }
-            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, in: db)
+            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: true, in: db)
             try db.execute(
                 sql: "UPDATE pendingChange SET isCreation = 0, attempts = 0, lastError = NULL WHERE inode = ?",
                 arguments: [Int64(inode)])
@@ -139,11 +151,23 @@ extension MetadataStore {
                 let record = try ItemRecord.fetchOne(
                     db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
             else { return }
-            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, in: db)
+            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
             try db.execute(
                 sql: "UPDATE pendingChange SET attempts = 0, lastError = NULL WHERE inode = ?",
                 arguments: [Int64(inode)])
             try Self.finish(inode: inode, sequence: sequence, in: db)
+        }
+    }
+
+    /// Gives a known item the identifier and version the remote lists it under now (after a
+    /// remote whose identifiers are paths moved its parent).
+    public func reidentify(inode: UInt64, as remote: Item) async throws {
+        try await writer.write { db in
+            guard
+                let record = try ItemRecord.fetchOne(
+                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            else { return }
+            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
         }
     }
 
@@ -236,7 +260,21 @@ extension MetadataStore {
         }
     }
 
+    /// Forgets the aliases of identifiers replaced during an earlier mount: nothing holds the
+    /// old ones any more.
+    public func forgetIdentifierAliases() async throws {
+        try await writer.write { db in try db.execute(sql: "DELETE FROM identifierAlias") }
+    }
+
     // MARK: Helpers
+
+    /// The identifier an item has now: a local one the remote has replaced resolves to the
+    /// remote's, so an operation that read a record just before the replacement still works.
+    static func resolve(_ identifier: ItemIdentifier, in db: Database) throws -> String {
+        try String.fetchOne(
+            db, sql: "SELECT remote FROM identifierAlias WHERE local = ?", arguments: [identifier.rawValue])
+            ?? identifier.rawValue
+    }
 
     private static func nextSequence(in db: Database) throws -> Int64 {
         guard
@@ -267,9 +305,10 @@ extension MetadataStore {
     }
 
     /// The item at `inode` takes `remote`'s identifier and version; what pointed at the old
-    /// identifier (children, directory state, cached content) follows.
+    /// identifier (children, directory state, cached content) follows. With `alias`, the old (local)
+    /// identifier keeps resolving to the new one for operations under way.
     private static func takeRemoteIdentity(
-        of remote: Item, replacing old: ItemIdentifier, inode: UInt64, in db: Database
+        of remote: Item, replacing old: ItemIdentifier, inode: UInt64, alias: Bool, in db: Database
     ) throws {
         // A row still holding the remote identifier is stale: the remote says it is this item now.
         try db.execute(
@@ -281,6 +320,11 @@ extension MetadataStore {
                 remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), Int64(inode),
             ])
         guard remote.identifier != old else { return }
+        if alias {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)",
+                arguments: [old.rawValue, remote.identifier.rawValue])
+        }
         try db.execute(
             sql: "UPDATE item SET parentIdentifier = ? WHERE parentIdentifier = ?",
             arguments: [remote.identifier.rawValue, old.rawValue])

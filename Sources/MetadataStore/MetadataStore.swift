@@ -98,6 +98,12 @@ public final class MetadataStore: Sendable {
                     INSERT INTO journalClock (sequence) VALUES (0);
                     -- Files whose whole content lives in the local folder rather than the block
                     -- cache: written ones, and conflict copies.
+                    -- Local identifiers the remote has replaced (see resolve): operations that began
+                    -- before the replacement still find their items. Emptied at every start.
+                    CREATE TABLE identifierAlias (
+                      local TEXT PRIMARY KEY,
+                      remote TEXT NOT NULL
+                    );
                     CREATE TABLE localContent (
                       inode INTEGER PRIMARY KEY,
                       isConflictCopy INTEGER NOT NULL DEFAULT 0
@@ -157,7 +163,7 @@ public final class MetadataStore: Sendable {
     public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
         try await writer.read { db in
             try ItemRecord.fetchOne(
-                db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [identifier.rawValue])
+                db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [try Self.resolve(identifier, in: db)])
         }
     }
 
@@ -166,7 +172,7 @@ public final class MetadataStore: Sendable {
         try await writer.read { db in
             try ItemRecord.fetchOne(
                 db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?",
-                arguments: [parent.rawValue, Data(name.bytes)])
+                arguments: [try Self.resolve(parent, in: db), Data(name.bytes)])
         }
     }
 
@@ -176,7 +182,7 @@ public final class MetadataStore: Sendable {
             try ItemRecord.fetchAll(
                 db,
                 sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename",
-                arguments: [parent.rawValue, parent.rawValue])
+                arguments: [try Self.resolve(parent, in: db), try Self.resolve(parent, in: db)])
         }
     }
 
@@ -191,7 +197,8 @@ public final class MetadataStore: Sendable {
     public func isListingComplete(_ directory: ItemIdentifier) async throws -> Bool {
         try await writer.read { db in
             try Bool.fetchOne(
-                db, sql: "SELECT isComplete FROM directory WHERE identifier = ?", arguments: [directory.rawValue])
+                db, sql: "SELECT isComplete FROM directory WHERE identifier = ?",
+                arguments: [try Self.resolve(directory, in: db)])
                 ?? false
         }
     }

@@ -157,13 +157,13 @@ extension FileSystem {
             try await local.write(bytes, at: offset)
             let end = offset + UInt64(bytes.count)
             let first = file.noteWrite()
-            let record = self.nodes.update(inode) { item in
+            let record = try await self.changeInMemory(inode) { item in
                 item.size = max(item.size, end)
                 item.contentModificationDate = .now
             }
             // Journalled at the first write already, so a crash before close still leaves the
             // item marked as changed; the size is saved again when the handle is flushed.
-            if first, let record {
+            if first {
                 try await self.store.saveLocalChange(
                     record.item, inode: record.inode, fields: [.contents, .contentModificationDate])
             }
@@ -173,7 +173,8 @@ extension FileSystem {
 
     /// Saves what a handle's writes changed (size, time) in the store, and lets the uploader know.
     func saveWrites(of file: OpenFile, inode: InodeNumber) async throws {
-        guard file.takeUnsavedWrites(), let record = nodes.record(inode) else { return }
+        guard file.takeUnsavedWrites() else { return }
+        let record = try await record(inode)
         try await store.saveLocalChange(
             record.item, inode: record.inode, fields: [.contents, .contentModificationDate])
     }
@@ -216,26 +217,28 @@ extension FileSystem {
                         try await self.makeLocal(record, keepingBytes: size > 0, context: context)
                     }
                 try await local.truncate(to: size)
-                record.item.size = size
-                record.item.contentModificationDate = .now
                 fields.formUnion([.contents, .contentModificationDate])
             }
-            if let permissions = changes.permissions {
-                record.item.permissions = permissions & 0o7777
-                fields.insert(.permissions)
-            }
-            if let time = changes.modificationTime {
-                record.item.contentModificationDate =
-                    switch time {
-                    case .now: .now
-                    case .time(let time): Timestamp(seconds: time.seconds, nanoseconds: time.nanoseconds)
-                    }
-                fields.insert(.contentModificationDate)
-            }
+            let permissions = changes.permissions.map { $0 & 0o7777 }
+            if permissions != nil { fields.insert(.permissions) }
+            let modified: Timestamp? =
+                switch changes.modificationTime {
+                case nil: nil
+                case .now: .now
+                case .time(let time): Timestamp(seconds: time.seconds, nanoseconds: time.nanoseconds)
+                }
+            if modified != nil { fields.insert(.contentModificationDate) }
             // Owners: remotes have none; every item shows the mounting user (DECISIONS). Access
             // times are not kept.
             if !fields.isEmpty {
-                record = try await self.saveChange(of: record.inode, fields: fields) { $0 = record.item }
+                record = try await self.saveChange(of: record.inode, fields: fields) { item in
+                    if let size = changes.size {
+                        item.size = size
+                        item.contentModificationDate = .now
+                    }
+                    if let permissions { item.permissions = permissions }
+                    if let modified { item.contentModificationDate = modified }
+                }
             }
             return AttributesReply(
                 attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)
@@ -248,13 +251,21 @@ extension FileSystem {
     private func saveChange(of inode: UInt64, fields: ItemFields, _ change: (inout Item) -> Void) async throws
         -> ItemRecord
     {
-        var record = try await record(InodeNumber(inode))
-        change(&record.item)
-        nodes.remember(record, addingLookup: false)
+        let record = try await changeInMemory(InodeNumber(inode), change)
         let saved = try await store.saveLocalChange(
             record.item, inode: inode, fields: fields, localContent: localFiles.hasContent(inode))
         uploader.wake()
         return saved
+    }
+
+    /// Applies `change` to the item at `inode` where getattr reads it: in the node table, atomically,
+    /// while the kernel holds the inode; otherwise to a copy of the store's record, which the
+    /// caller saves.
+    private func changeInMemory(_ inode: InodeNumber, _ change: (inout Item) -> Void) async throws -> ItemRecord {
+        if let updated = nodes.update(inode, change) { return updated }
+        var record = try await record(inode)
+        change(&record.item)
+        return record
     }
 
     // MARK: Names

@@ -64,6 +64,7 @@ public final class FileSystem: FileSystemOperations {
             record = known
             isOffline = true
         }
+        try await store.forgetIdentifierAliases()
         let localFiles = try LocalFileFolder(
             root: cache.directory.removingLastComponent(), items: try await store.localContentItems())
         let fileSystem = FileSystem(

@@ -205,6 +205,9 @@ final class Uploader: Sendable {
                 options: change.attempts > 0 ? [.mayAlreadyExist] : [])
             try await store.completeModification(inode: record.inode, sequence: change.sequence, remote: remote)
             nodes.replaceIdentifier(record.identifier, with: remote, inode: InodeNumber(record.inode))
+            if item.kind == .directory, remote.identifier != record.identifier {
+                try await reidentifyChildren(of: remote.identifier)
+            }
         } catch ProviderError.conflict {
             guard let contents else { throw ProviderError.conflict(remote: nil) }
             try await keepBoth(record, localContents: contents, snapshot: &snapshot)
@@ -233,6 +236,30 @@ final class Uploader: Sendable {
         } else {
             // Deleted here while it was being created: the remote must not keep it.
             try await provider.deleteItem(identifier: remote.identifier, baseVersion: nil, options: [.recursive])
+        }
+    }
+
+    /// A remote whose identifiers are paths gave a moved folder a new identifier, and so every item
+    /// below it: the known ones learn theirs from a listing of the folder, by name, keeping their
+    /// inodes (a remote with stable identifiers lists the same ones, and nothing changes).
+    private func reidentifyChildren(of directory: ItemIdentifier) async throws {
+        let known = try await store.children(of: directory).filter { !$0.identifier.isLocal }
+        guard !known.isEmpty else { return }
+        var listed: [Filename: Item] = [:]
+        let enumerator = try await provider.enumerator(for: directory)
+        var page = EnumerationPage.initial
+        while true {
+            let result = try await enumerator.enumerateItems(startingAt: page, suggestedPageSize: 1000)
+            for item in result.items { listed[item.filename] = item }
+            guard let next = result.nextPage else { break }
+            page = next
+        }
+        for child in known {
+            guard var remote = listed[child.item.filename], remote.identifier != child.identifier else { continue }
+            remote.parentIdentifier = directory
+            try await store.reidentify(inode: child.inode, as: remote)
+            nodes.replaceIdentifier(child.identifier, with: remote, inode: InodeNumber(child.inode))
+            if child.item.kind == .directory { try await reidentifyChildren(of: remote.identifier) }
         }
     }
 
