@@ -176,7 +176,8 @@ extension MetadataStore {
     public func recreateLater(inode: UInt64) async throws {
         try await writer.write { db in
             try db.execute(
-                sql: "UPDATE pendingChange SET isCreation = 1 WHERE inode = ?", arguments: [Int64(inode)])
+                sql: "UPDATE pendingChange SET isCreation = 1, sequence = ? WHERE inode = ?",
+                arguments: [try Self.nextSequence(in: db), Int64(inode)])
         }
     }
 

@@ -57,6 +57,12 @@ extension FileSystem {
         -> Entry
     {
         try await answering {
+            try self.refuseIfReadOnly()
+            let features = (self.provider as? any FeatureDescribing)?.features ?? .all
+            guard features.contains(.symlinks) else {
+                self.logger.notice("refused a symlink: the remote cannot hold symlinks")
+                throw Errno.notSupported
+            }
             let record = try await self.makeItem(in: parent, named: name, kind: .symlink, mode: 0o777, target: target)
             self.uploader.wake()
             return self.entry(for: record)

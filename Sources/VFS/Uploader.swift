@@ -42,6 +42,11 @@ final class Uploader: Sendable {
     /// Guards the entries in flight, the retry times and the items that last failed for good.
     private struct State {
         var inFlight: Set<Key> = []
+        /// Counts ended sends. A snapshot of the journal read before a send ended still shows that
+        /// entry as it was (a creation that is done now), so entries ended after the snapshot's
+        /// count are skipped until the next snapshot.
+        var ended: UInt64 = 0
+        var endedAt: [Key: UInt64] = [:]
         var retryAt: [Key: ContinuousClock.Instant] = [:]
         var refused: Set<UInt64> = []
         var loop: Task<Void, Never>?
@@ -96,6 +101,7 @@ final class Uploader: Sendable {
     private func run() async {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
+                let snapshot = state.withLock { $0.ended }
                 let work: [PendingWork]
                 do {
                     work = try await store.pendingWork()
@@ -103,10 +109,15 @@ final class Uploader: Sendable {
                     logger.error("cannot read the journal: \(error)")
                     work = []
                 }
-                for entry in runnable(work) {
+                for entry in runnable(work, readAfter: snapshot) {
                     group.addTask {
                         await self.perform(entry)
-                        self.state.withLock { _ = $0.inFlight.remove(Self.key(of: entry)) }
+                        self.state.withLock { state in
+                            let key = Self.key(of: entry)
+                            state.inFlight.remove(key)
+                            state.ended += 1
+                            state.endedAt[key] = state.ended
+                        }
                         self.signal.signal()
                     }
                 }
@@ -116,15 +127,19 @@ final class Uploader: Sendable {
         }
     }
 
-    /// The entries to start now, marked in flight.
-    private func runnable(_ work: [PendingWork]) -> [PendingWork] {
+    /// The entries to start now, marked in flight. `readAfter` is the count of ended sends when
+    /// the journal was read.
+    private func runnable(_ work: [PendingWork], readAfter snapshot: UInt64) -> [PendingWork] {
         let now = ContinuousClock.now
         return state.withLock { state in
             var chosen: [PendingWork] = []
             var earlierPending = false
             var earlierBarrier = false
+            // Sends that ended before the read are in this snapshot already.
+            state.endedAt = state.endedAt.filter { $0.value > snapshot }
             for entry in work {
                 let key = Self.key(of: entry)
+                if state.endedAt[key] != nil { continue }
                 let barrier = Self.isBarrier(entry)
                 defer {
                     earlierPending = true
@@ -190,7 +205,14 @@ final class Uploader: Sendable {
         var snapshot: FilePath?
         defer { if let snapshot { unlink(snapshot.string) } }
         if item.kind == .file, change.isCreation || change.fields.contains(.contents) {
-            let copy = try await localFiles.snapshot(record.inode, tag: change.sequence)
+            let copy: FilePath
+            do {
+                copy = try await localFiles.snapshot(record.inode, tag: change.sequence)
+            } catch Errno.noSuchFileOrDirectory {
+                // Deleted here since the journal was read: nothing to send.
+                if try await store.record(inode: record.inode) == nil { return }
+                throw Errno.noSuchFileOrDirectory
+            }
             snapshot = copy
             item.size = try FileManager.default.attributesOfItem(atPath: copy.string)[.size] as? UInt64 ?? item.size
         }
@@ -330,10 +352,19 @@ final class Uploader: Sendable {
         }
         let message = "\(error)"
         if !transient || attempts == 1 {
-            logger.warning("upload of journal entry \(entry.sequence) failed (attempt \(attempts)): \(message)")
+            logger.warning("sending \(Self.describe(entry)) failed (attempt \(attempts)): \(message)")
         }
         do { try await store.recordUploadFailure(of: entry, message: message) } catch {
             logger.error("cannot record an upload failure: \(error)")
+        }
+    }
+
+    /// An entry as the log shows it.
+    private static func describe(_ entry: PendingWork) -> String {
+        switch entry {
+        case .change(let change, let record):
+            "the \(change.isCreation ? "creation" : "change") of \(record.item.filename) (inode \(record.inode))"
+        case .deletion(let deletion): "the deletion of \(deletion.identifier)"
         }
     }
 

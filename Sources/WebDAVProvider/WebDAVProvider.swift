@@ -12,7 +12,7 @@ import NIOHTTP1
 /// silent overwrite. Identifiers are paths (see `RemotePath`); versions are ETags (see
 /// `RemoteVersion`); the working set compares walks of the tree (`WalkHistory`), as these servers
 /// keep no history a client can ask for.
-public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendable {
+public final class WebDAVProvider: FileProvider, PartialContentFetching, FeatureDescribing, Sendable {
     let client: WebDAVClient
     let history: WalkHistory
     /// Where listings too long for one page wait for their next pages.
@@ -20,6 +20,9 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
 
     /// Checks the configuration and opens the connection pool; talks to no server yet. Throws
     /// `cannotSynchronize` for a bad URL or a state directory that cannot be used. Blocks briefly.
+    /// WebDAV has no symlinks (DECISIONS 24).
+    public var features: ProviderFeatures { [] }
+
     public init(configuration: Configuration) throws {
         client = try WebDAVClient(configuration: configuration)
         let state = configuration.stateDirectory
