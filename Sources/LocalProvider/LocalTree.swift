@@ -28,7 +28,8 @@ final class LocalTree: Sendable {
 
     private struct Index {
         var paths: [ItemIdentifier: RelativePath] = [:]
-        /// When the last walk finished; a miss after that needs no new walk.
+        /// When the last walk started: a lookup that began before then and misses needs no new
+        /// walk (one that began later might be looking for an item the walk could not see yet).
         var rebuilt: ContinuousClock.Instant?
     }
 
@@ -155,6 +156,7 @@ final class LocalTree: Sendable {
     /// Every item below the root (not the root itself), parents before their children, and a fresh
     /// index. Folders that vanish or may not be read during the walk are listed without children.
     func walk() throws -> [Item] {
+        let started = ContinuousClock.now
         var items: [Item] = []
         var paths: [ItemIdentifier: RelativePath] = [:]
         var folders: [(path: RelativePath, identifier: ItemIdentifier)] = [(.root, .rootContainer)]
@@ -177,7 +179,12 @@ final class LocalTree: Sendable {
                 if item.kind == .directory { folders.append((folder.path.appending(name), item.identifier)) }
             }
         }
-        index.withLock { $0 = Index(paths: paths, rebuilt: .now) }
+        // Merged, not replaced: items recorded while the walk ran (just created) stay findable.
+        // Entries that went stale are harmless, since every use verifies its path.
+        index.withLock { index in
+            index.paths.merge(paths) { _, walked in walked }
+            index.rebuilt = started
+        }
         return items
     }
 

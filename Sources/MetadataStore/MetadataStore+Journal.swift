@@ -35,15 +35,16 @@ extension MetadataStore {
 
     /// Saves a local change of a known item and journals the `fields` it changed (merged with what
     /// is already pending). With `localContent` the item's content now lives in the local folder.
+    /// Returns nil when the item is gone (deleted, while a handle still writes to it).
     @discardableResult
     public func saveLocalChange(_ item: Item, inode: UInt64, fields: ItemFields, localContent: Bool = false)
-        async throws -> ItemRecord
+        async throws -> ItemRecord?
     {
         try await writer.write { db in
             guard
                 var stored = try ItemRecord.fetchOne(
                     db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
-            else { throw DatabaseError(message: "no item with inode \(inode)") }
+            else { return nil }
             // The identity (identifier, version) is the remote's to give, never a change's.
             var changed = item
             changed.identifier = stored.identifier
@@ -125,37 +126,66 @@ extension MetadataStore {
         }
     }
 
+    /// Takes a pending change for sending: its fields move aside (`sending`), so that changes made
+    /// while it is sent gather anew, and comes back with the item as it is now. Nil when there is
+    /// nothing to send (the item was deleted, or sent already).
+    public func beginSending(inode: UInt64) async throws -> (change: PendingChange, record: ItemRecord)? {
+        try await writer.write { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT pendingChange.*, item.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                        WHERE pendingChange.inode = ?
+                        """, arguments: [Int64(inode)])
+            else { return nil }
+            let change = try PendingChange(row: row)
+            guard change.isCreation || !change.fields.isEmpty else { return nil }
+            try db.execute(
+                sql: "UPDATE pendingChange SET sending = fields, fields = 0 WHERE inode = ?", arguments: [Int64(inode)])
+            return (change, try ItemRecord(row: row))
+        }
+    }
+
     /// Records that `createItem` made the item `remote`: the item takes the remote identifier and
     /// version (its children and cached content follow the identifier), and the creation is done.
-    /// Other pending fields stay when the item changed again meanwhile (`sequence` moved on).
-    /// Returns false when the item was deleted here meanwhile.
-    public func completeCreation(inode: UInt64, sequence: Int64, remote: Item) async throws -> Bool {
+    /// Changes made while it was sent stay pending. Returns false when the item was deleted here
+    /// meanwhile.
+    public func completeCreation(inode: UInt64, remote: Item) async throws -> Bool {
         try await writer.write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
             else { return false }
             try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: true, in: db)
-            try db.execute(
-                sql: "UPDATE pendingChange SET isCreation = 0, attempts = 0, lastError = NULL WHERE inode = ?",
-                arguments: [Int64(inode)])
-            try Self.finish(inode: inode, sequence: sequence, in: db)
+            try db.execute(sql: "UPDATE pendingChange SET isCreation = 0 WHERE inode = ?", arguments: [Int64(inode)])
+            try Self.finishSending(inode: inode, in: db)
             return true
         }
     }
 
-    /// Records that `modifyItem` succeeded with the item now `remote` on the remote.
-    public func completeModification(inode: UInt64, sequence: Int64, remote: Item) async throws {
+    /// Records that `modifyItem` succeeded with the item now `remote` on the remote. When the item
+    /// was deleted here meanwhile, its pending deletion is based on `remote` instead: the remote's
+    /// new version is this change's own, not a conflict.
+    public func completeModification(inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item) async throws {
         try await writer.write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
-            else { return }
+            else {
+                try db.execute(
+                    sql: """
+                        UPDATE OR REPLACE pendingDeletion SET identifier = ?, contentVersion = ?, metadataVersion = ?
+                        WHERE identifier = ?
+                        """,
+                    arguments: [
+                        remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata),
+                        previousIdentifier.rawValue,
+                    ])
+                return
+            }
             try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
-            try db.execute(
-                sql: "UPDATE pendingChange SET attempts = 0, lastError = NULL WHERE inode = ?",
-                arguments: [Int64(inode)])
-            try Self.finish(inode: inode, sequence: sequence, in: db)
+            try Self.finishSending(inode: inode, in: db)
         }
     }
 
@@ -176,15 +206,21 @@ extension MetadataStore {
     public func recreateLater(inode: UInt64) async throws {
         try await writer.write { db in
             try db.execute(
-                sql: "UPDATE pendingChange SET isCreation = 1, sequence = ? WHERE inode = ?",
-                arguments: [try Self.nextSequence(in: db), Int64(inode)])
+                sql: """
+                    UPDATE pendingChange SET isCreation = 1, fields = fields | sending, sending = 0, sequence = ?
+                    WHERE inode = ?
+                    """, arguments: [try Self.nextSequence(in: db), Int64(inode)])
         }
     }
 
-    /// Forgets a pending change whose local side was replaced by the remote's (a conflict).
-    public func discardPendingChange(inode: UInt64) async throws {
+    /// Puts the fields being sent back among the pending ones: of one item whose send must be
+    /// tried again, or (nil) of every send a stopped daemon left unfinished.
+    public func requeueSending(inode: UInt64? = nil) async throws {
         try await writer.write { db in
-            try db.execute(sql: "DELETE FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+            try db.execute(
+                sql: "UPDATE pendingChange SET fields = fields | sending, sending = 0 WHERE sending != 0"
+                    + (inode == nil ? "" : " AND inode = ?"),
+                arguments: StatementArguments(inode.map { [Int64($0)] } ?? []))
         }
     }
 
@@ -202,8 +238,10 @@ extension MetadataStore {
             switch work {
             case .change(let change, _):
                 try db.execute(
-                    sql: "UPDATE pendingChange SET attempts = attempts + 1, lastError = ? WHERE inode = ?",
-                    arguments: [message, Int64(change.inode)])
+                    sql: """
+                        UPDATE pendingChange SET attempts = attempts + 1, lastError = ?, fields = fields | sending,
+                        sending = 0 WHERE inode = ?
+                        """, arguments: [message, Int64(change.inode)])
             case .deletion(let deletion):
                 try db.execute(
                     sql: "UPDATE pendingDeletion SET attempts = attempts + 1, lastError = ? WHERE identifier = ?",
@@ -336,9 +374,13 @@ extension MetadataStore {
         }
     }
 
-    /// Ends a journal entry that was uploaded as of `sequence`; a row that moved on stays.
-    private static func finish(inode: UInt64, sequence: Int64, in db: Database) throws {
+    /// Ends a send: what was sent is done; a change made meanwhile stays pending.
+    private static func finishSending(inode: UInt64, in db: Database) throws {
         try db.execute(
-            sql: "DELETE FROM pendingChange WHERE inode = ? AND sequence = ?", arguments: [Int64(inode), sequence])
+            sql: "UPDATE pendingChange SET sending = 0, attempts = 0, lastError = NULL WHERE inode = ?",
+            arguments: [Int64(inode)])
+        try db.execute(
+            sql: "DELETE FROM pendingChange WHERE inode = ? AND fields = 0 AND isCreation = 0",
+            arguments: [Int64(inode)])
     }
 }

@@ -82,6 +82,7 @@ public final class MetadataStore: Sendable {
                       sequence INTEGER NOT NULL,
                       isCreation INTEGER NOT NULL,
                       fields INTEGER NOT NULL,
+                      sending INTEGER NOT NULL DEFAULT 0, -- fields being sent now
                       attempts INTEGER NOT NULL DEFAULT 0,
                       lastError TEXT
                     );

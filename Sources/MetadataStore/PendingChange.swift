@@ -11,6 +11,8 @@ public struct PendingChange: Sendable, Hashable {
     /// The item exists only here: it needs `createItem`, not `modifyItem`.
     public var isCreation: Bool
     public var fields: ItemFields
+    /// The fields of a send under way (taken from `fields` when it began).
+    public var sending: ItemFields
     /// Failed upload attempts since the last success, and what the last one said.
     public var attempts: Int
     public var lastError: String?
@@ -22,6 +24,7 @@ extension PendingChange: FetchableRecord {
         self.sequence = row["sequence"]
         self.isCreation = row["isCreation"]
         self.fields = ItemFields(rawValue: UInt32(row["fields"] as Int64))
+        self.sending = ItemFields(rawValue: UInt32(row["sending"] as Int64))
         self.attempts = row["attempts"]
         self.lastError = row["lastError"]
     }

@@ -160,6 +160,7 @@ extension FileSystem {
             guard let file = self.openFiles[handle.rawValue], file.isWritable, let local = file.local else {
                 throw Errno.badFileDescriptor
             }
+            try self.localFiles.ensureRoom(for: UInt64(bytes.count))
             try await local.write(bytes, at: offset)
             let end = offset + UInt64(bytes.count)
             let first = file.noteWrite()
@@ -201,6 +202,7 @@ extension FileSystem {
             guard let file = self.openFiles[handle.rawValue], file.isWritable, let local = file.local else {
                 throw Errno.badFileDescriptor
             }
+            try self.localFiles.ensureRoom(for: length)
             try await local.allocate(offset..<offset + length)
             let size = try await local.size()
             try await self.saveChange(of: inode.rawValue, fields: [.contents]) { $0.size = size }
@@ -261,7 +263,7 @@ extension FileSystem {
         let saved = try await store.saveLocalChange(
             record.item, inode: inode, fields: fields, localContent: localFiles.hasContent(inode))
         uploader.wake()
-        return saved
+        return saved ?? record
     }
 
     /// Applies `change` to the item at `inode` where getattr reads it: in the node table, atomically,

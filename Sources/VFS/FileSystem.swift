@@ -65,6 +65,7 @@ public final class FileSystem: FileSystemOperations {
             isOffline = true
         }
         try await store.forgetIdentifierAliases()
+        try await store.requeueSending()
         let localFiles = try LocalFileFolder(
             root: cache.directory.removingLastComponent(), items: try await store.localContentItems())
         let fileSystem = FileSystem(

@@ -65,6 +65,7 @@ final class LocalFileFolder: Sendable {
     /// Makes `source` (the complete cached content) the local content of `inode`. The copy is
     /// written beside and renamed into place, so a crash leaves the old state or the new.
     func adopt(_ inode: UInt64, copying source: FileDescriptor, size: UInt64) async throws {
+        try ensureRoom(for: size)
         let path = path(of: inode)
         let partial = directory.appending("\(inode).partial")
         try await BlockingIO.run {
@@ -100,20 +101,38 @@ final class LocalFileFolder: Sendable {
     }
 
     /// Copies the local content of `inode` as it is now into a snapshot for an upload, and returns
-    /// its path; the caller deletes it when the upload ends.
+    /// its path; the caller deletes it when the upload ends. Only for items the store still holds:
+    /// a missing content file is taken as empty.
     func snapshot(_ inode: UInt64, tag: Int64) async throws -> FilePath {
         let source = path(of: inode)
         let snapshot = uploads.appending("\(inode)-\(tag)")
         try await BlockingIO.run {
-            let input = try FileDescriptor.open(source, .readOnly, options: [.closeOnExec])
+            // A file made an instant ago may not have its content file yet: it is empty.
+            let input = try FileDescriptor.open(
+                source, .readOnly, options: [.create, .closeOnExec], permissions: [.ownerReadWrite])
             defer { try? input.close() }
             let output = try FileDescriptor.open(
                 snapshot, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
             defer { try? output.close() }
             let size = try input.seek(offset: 0, from: .end)
+            try self.ensureRoom(for: UInt64(size))
             try Self.copy(from: input, to: output, size: UInt64(size))
         }
         return snapshot
+    }
+
+    // MARK: Room
+
+    /// Fails with ENOSPC when writing `bytes` more would eat into the reserve the store and the
+    /// journal need: so that on a full disk a write is refused cleanly, while deleting files
+    /// (which needs a journal entry) still works. The reserve is 2% of the disk, from 8 MiB (what
+    /// SQLite's write-ahead log may grow to between checkpoints) to 64 MiB.
+    func ensureRoom(for bytes: UInt64) throws {
+        var disk = statvfs()
+        guard statvfs(directory.string, &disk) == 0 else { return }
+        let unit = UInt64(disk.f_frsize)
+        let reserve = min(max(UInt64(disk.f_blocks) * unit / 50, 8 << 20), 64 << 20)
+        guard UInt64(disk.f_bavail) * unit >= bytes + reserve else { throw Errno.noSpace }
     }
 
     // MARK: Writers

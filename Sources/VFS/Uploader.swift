@@ -172,12 +172,15 @@ final class Uploader: Sendable {
         }
     }
 
-    /// Renames, moves and deletions free or take names: they keep their place in the order.
+    /// Renames, moves and deletions free or take names: they keep their place in the order. A
+    /// creation's name is its own, unless it was renamed while being sent: then the remote has it
+    /// under the old name until the rename follows.
     private static func isBarrier(_ entry: PendingWork) -> Bool {
         switch entry {
         case .deletion: true
         case .change(let change, _):
-            !change.isCreation && !change.fields.isDisjoint(with: [.filename, .parentIdentifier])
+            (!change.isCreation || !change.sending.isEmpty)
+                && !change.fields.isDisjoint(with: [.filename, .parentIdentifier])
         }
     }
 
@@ -186,7 +189,9 @@ final class Uploader: Sendable {
     private func perform(_ entry: PendingWork) async {
         do {
             switch entry {
-            case .change(let change, let record): try await send(change, of: record)
+            case .change(let change, _):
+                guard let (change, record) = try await store.beginSending(inode: change.inode) else { break }
+                try await send(change, of: record)
             case .deletion(let deletion): try await send(deletion)
             }
             state.withLock { state in
@@ -205,14 +210,9 @@ final class Uploader: Sendable {
         var snapshot: FilePath?
         defer { if let snapshot { unlink(snapshot.string) } }
         if item.kind == .file, change.isCreation || change.fields.contains(.contents) {
-            let copy: FilePath
-            do {
-                copy = try await localFiles.snapshot(record.inode, tag: change.sequence)
-            } catch Errno.noSuchFileOrDirectory {
-                // Deleted here since the journal was read: nothing to send.
-                if try await store.record(inode: record.inode) == nil { return }
-                throw Errno.noSuchFileOrDirectory
-            }
+            // Deleted here since the journal was read: nothing to send.
+            guard try await store.record(inode: record.inode) != nil else { return }
+            let copy = try await localFiles.snapshot(record.inode, tag: change.sequence)
             snapshot = copy
             item.size = try FileManager.default.attributesOfItem(atPath: copy.string)[.size] as? UInt64 ?? item.size
         }
@@ -225,7 +225,8 @@ final class Uploader: Sendable {
             let remote = try await provider.modifyItem(
                 item, baseVersion: record.item.version, changedFields: change.fields, contents: contents,
                 options: change.attempts > 0 ? [.mayAlreadyExist] : [])
-            try await store.completeModification(inode: record.inode, sequence: change.sequence, remote: remote)
+            try await store.completeModification(
+                inode: record.inode, previousIdentifier: record.identifier, remote: remote)
             nodes.replaceIdentifier(record.identifier, with: remote, inode: InodeNumber(record.inode))
             if item.kind == .directory, remote.identifier != record.identifier {
                 try await reidentifyChildren(of: remote.identifier)
@@ -253,7 +254,7 @@ final class Uploader: Sendable {
             try await takeConflictName(record)
             return
         }
-        if try await store.completeCreation(inode: inode, sequence: change.sequence, remote: remote) {
+        if try await store.completeCreation(inode: inode, remote: remote) {
             nodes.replaceIdentifier(item.identifier, with: remote, inode: InodeNumber(inode))
         } else {
             // Deleted here while it was being created: the remote must not keep it.
@@ -313,8 +314,11 @@ final class Uploader: Sendable {
     private func takeConflictName(_ record: ItemRecord) async throws {
         var item = record.item
         item.filename = ConflictName.make(for: record.item.filename)
-        let saved = try await store.saveLocalChange(
-            item, inode: record.inode, fields: [.filename], localContent: localFiles.hasContent(record.inode))
+        guard
+            let saved = try await store.saveLocalChange(
+                item, inode: record.inode, fields: [.filename], localContent: localFiles.hasContent(record.inode))
+        else { return }
+        try await store.requeueSending(inode: record.inode)
         nodes.remember(saved, addingLookup: false)
         if let parent = try await store.record(identifier: item.parentIdentifier) {
             await kernel.invalidateEntry(parent: InodeNumber(parent.inode), name: record.item.filename.bytes)
@@ -332,6 +336,9 @@ final class Uploader: Sendable {
         } catch ProviderError.conflict {
             // Changed on the remote since it was deleted here: the remote's newer version stays.
             logger.notice("\(deletion.identifier) changed on the remote; it was not deleted there")
+        } catch ProviderError.directoryNotEmpty {
+            // Items were added to it on the remote: they stay, and so does the folder.
+            logger.notice("\(deletion.identifier) holds new items on the remote; it was not deleted there")
         }
         try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
     }
@@ -368,10 +375,11 @@ final class Uploader: Sendable {
         }
     }
 
-    /// Errors that pass by themselves: the remote away or busy.
+    /// Errors that pass by themselves: the remote away or busy, the cache disk full for now.
     private static func isTransient(_ error: any Error) -> Bool {
         switch error {
         case is RemoteTimeout: return true
+        case let error as Errno: return error == .noSpace
         case let error as ProviderError:
             switch error {
             case .serverUnreachable, .insufficientQuota, .cannotSynchronize: return true

@@ -20,6 +20,8 @@ extension MountTests {
             case pipelineDepthTooLarge = "--pipeline-depth 129"
             case pipelineDepthNotNumber = "--pipeline-depth abc"
             case remoteTimeoutZero = "--remote-timeout 0"
+            case uploadDepthZero = "--upload-depth 0"
+            case uploadDepthTooLarge = "--upload-depth 129"
 
             var description: String { rawValue }
         }
@@ -51,7 +53,8 @@ extension MountTests {
                 options = ["--no-such-option"]
                 names = ["no-such-option"]
             case .blockSizeNotPowerOfTwo, .blockSizeTooSmall, .blockSizeTooLarge, .pipelineDepthZero,
-                .pipelineDepthTooLarge, .pipelineDepthNotNumber, .remoteTimeoutZero:
+                .pipelineDepthTooLarge, .pipelineDepthNotNumber, .remoteTimeoutZero, .uploadDepthZero,
+                .uploadDepthTooLarge:
                 options = bad.rawValue.split(separator: " ").map(String.init)
                 names = [options[0]]
             }

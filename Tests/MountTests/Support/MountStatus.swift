@@ -9,8 +9,15 @@ struct MountStatus: Decodable, Sendable {
         var failed: Int
     }
 
+    /// Local changes not yet on the remote.
+    struct Uploads: Decodable, Sendable {
+        var pending: Int
+        var failing: Int
+    }
+
     var pid: Int32
     var fetches: Fetches
+    var uploads: Uploads
     /// Reads refused to non-materializing processes, by process name.
     var blocked: [String: Int]
 }

@@ -102,6 +102,14 @@ final class TestMount: @unchecked Sendable {
         }
     }
 
+    /// `fpfs sync MOUNTPOINT`: returns once every local change is on the remote; throws if they
+    /// are not within `seconds`.
+    func sync(seconds: Int = 120) async throws {
+        try await FpfsBinary.command(
+            ["sync", mountpoint, "--timeout", String(seconds)], timeout: .seconds(seconds + 30)
+        ).check()
+    }
+
     /// The value of the extended attribute `name` of `relative`, read with getfattr.
     func xattr(_ name: String, of relative: String) async throws -> String {
         let output = try await Command(["getfattr", "--only-values", "-n", name, "--", path(relative)]).check()

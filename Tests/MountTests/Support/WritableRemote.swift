@@ -1,0 +1,63 @@
+import Foundation
+import TestServers
+
+/// The remote of a write test: the scratch directory's `remote/` folder, mounted as a folder or
+/// served by Apache mod_dav. The server can be stopped and started again on the same port, where
+/// the mount expects it.
+final class WritableRemote: @unchecked Sendable {
+    enum Kind: String, CaseIterable, CustomStringConvertible, Sendable {
+        case folder
+        case apache
+
+        var description: String { rawValue }
+    }
+
+    let kind: Kind
+    let scratch: Scratch
+    /// Guards `server`.
+    private let lock = NSLock()
+    private var server: WebDAVTestServer?
+    /// What `fpfs mount` is given.
+    let argument: String
+    private let port: Int?
+
+    private init(kind: Kind, scratch: Scratch, server: WebDAVTestServer?) {
+        self.kind = kind
+        self.scratch = scratch
+        self.server = server
+        self.argument = server?.remote ?? scratch.remote
+        self.port = server?.port
+    }
+
+    static func start(_ kind: Kind, in scratch: Scratch) async throws -> WritableRemote {
+        switch kind {
+        case .folder:
+            return WritableRemote(kind: kind, scratch: scratch, server: nil)
+        case .apache:
+            try scratch.openRemoteToServers()
+            let server = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: scratch.remote))
+            return WritableRemote(kind: kind, scratch: scratch, server: server)
+        }
+    }
+
+    /// Where the remote keeps its files.
+    var folder: String { scratch.remote }
+
+    /// Stops the server (a folder cannot be stopped).
+    func stopServer() {
+        let running = lock.withLock {
+            defer { server = nil }
+            return server
+        }
+        running?.stop()
+    }
+
+    /// Starts the server again on its old port.
+    func startServerAgain() async throws {
+        guard let port else { return }
+        let started = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: folder), port: port)
+        lock.withLock { server = started }
+    }
+
+    func stop() { stopServer() }
+}
