@@ -113,16 +113,36 @@ extension MetadataStore {
         }
     }
 
-    /// How many journal entries wait, and how many of them have failed at least once.
-    public func pendingCounts() async throws -> (pending: Int, failing: Int) {
+    /// How many journal entries wait, how many of them have failed at least once, and the bytes
+    /// of the contents they will send.
+    public func pendingTotals() async throws -> (pending: Int, failing: Int, bytes: UInt64) {
         try await writer.read { db in
             let row = try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT COUNT(*) AS pending, COALESCE(SUM(attempts > 0), 0) AS failing FROM
-                    (SELECT attempts FROM pendingChange UNION ALL SELECT attempts FROM pendingDeletion)
-                    """)
-            return (row?["pending"] ?? 0, row?["failing"] ?? 0)
+                    SELECT COUNT(*) AS pending, COALESCE(SUM(attempts > 0), 0) AS failing,
+                    COALESCE(SUM(bytes), 0) AS bytes FROM (
+                      SELECT attempts, CASE WHEN isCreation OR (fields | sending) & ? THEN item.size ELSE 0 END AS bytes
+                      FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                      UNION ALL SELECT attempts, 0 FROM pendingDeletion)
+                    """, arguments: [Int64(ItemFields.contents.rawValue)])
+            return (row?["pending"] ?? 0, row?["failing"] ?? 0, UInt64(row?["bytes"] ?? Int64(0)))
+        }
+    }
+
+    /// The first `limit` journal entries, in order, as `fpfs status` lists them.
+    public func pendingSummary(limit: Int) async throws -> [PendingSummary] {
+        try await writer.read { db in
+            try PendingSummary.fetchAll(
+                db,
+                sql: """
+                    SELECT sequence, CASE WHEN isCreation THEN 'create' ELSE 'change' END AS action,
+                      CAST(filename AS TEXT) AS name, item.size AS bytes, attempts, lastError
+                    FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                    UNION ALL
+                    SELECT sequence, 'delete', identifier, 0, attempts, lastError FROM pendingDeletion
+                    ORDER BY sequence LIMIT ?
+                    """, arguments: [limit])
         }
     }
 

@@ -371,8 +371,13 @@ extension FileSystem {
     /// Lets the engine correct the kernel's caches after changes it did not ask for (conflicts).
     public func attach(_ notifier: FuseNotifier) { uploader.kernel.attach(notifier) }
 
-    /// Journal entries not yet on the remote, and how many of them have failed at least once.
-    public func pendingUploads() async throws -> (pending: Int, failing: Int) { try await store.pendingCounts() }
+    /// The local changes not yet on the remote, with the first `listing` of them.
+    public func uploadQueue(listing limit: Int = 10) async throws -> UploadQueue {
+        let totals = try await store.pendingTotals()
+        return UploadQueue(
+            pending: totals.pending, failing: totals.failing, bytes: totals.bytes,
+            first: try await store.pendingSummary(limit: limit))
+    }
 
     /// Retries every waiting journal entry now.
     public func retryUploadsNow() { uploader.retryNow() }

@@ -127,15 +127,16 @@ struct Daemon {
 
     /// The status as JSON. Runs on the control server's own thread, which may wait for the store.
     private static func statusReport(of fileSystem: FileSystem, context: StatusReport.Context) -> Data {
-        let counts = Mutex<(pending: Int, failing: Int)>((0, 0))
+        let queue = Mutex(UploadQueue(pending: 0, failing: 0, bytes: 0, first: []))
         let done = DispatchSemaphore(value: 0)
         Task {
-            if let found = try? await fileSystem.pendingUploads() { counts.withLock { $0 = found } }
+            if let found = try? await fileSystem.uploadQueue() { queue.withLock { $0 = found } }
             done.signal()
         }
         done.wait()
-        let uploads = counts.withLock { StatusReport.Uploads(pending: $0.pending, failing: $0.failing) }
-        return StatusReport(context: context, statistics: fileSystem.statisticsSnapshot, uploads: uploads).json()
+        return StatusReport(
+            context: context, statistics: fileSystem.statisticsSnapshot, uploads: queue.withLock { $0 }
+        ).json()
     }
 
     /// Writes one line to the launcher's pipe, and closes it unless more lines follow.

@@ -31,16 +31,9 @@ struct StatusReport: Codable {
     /// Reads refused to non-materializing processes, by process name.
     var blocked: [String: Int]
     /// Local changes not yet on the remote.
-    var uploads: Uploads
+    var uploads: UploadQueue
 
-    struct Uploads: Codable {
-        /// Journal entries waiting or being sent.
-        var pending: Int
-        /// Of those, the ones whose last attempt failed.
-        var failing: Int
-    }
-
-    init(context: Context, statistics: StatisticsSnapshot, uploads: Uploads) {
+    init(context: Context, statistics: StatisticsSnapshot, uploads: UploadQueue) {
         self.pid = getpid()
         self.remote = context.remote
         self.mountpoint = context.mountpoint
@@ -74,9 +67,18 @@ struct StatusReport: Codable {
             "  reads:      \(reads.fromCache) from local bytes (\(reads.blocksFromCache) blocks), "
                 + "\(reads.waited) waited for the remote",
             "  listings:   \(listings.directories) directories, \(listings.pages) pages",
-            "  uploads:    \(uploads.pending) changes waiting for the remote"
-                + (uploads.failing > 0 ? " (\(uploads.failing) failed at least once; see the log)" : ""),
+            "  uploads:    \(uploads.pending) changes waiting for the remote (\(Self.bytes(uploads.bytes)))"
+                + (uploads.failing > 0 ? ", \(uploads.failing) failed at least once" : ""),
         ]
+        for entry in uploads.first {
+            var line = "    \(entry.action) \(entry.name)"
+            if entry.bytes > 0 { line += " (\(Self.bytes(entry.bytes)))" }
+            if entry.attempts > 0 { line += ": \(entry.attempts) attempts, last: \(entry.lastError ?? "?")" }
+            lines.append(line)
+        }
+        if uploads.pending > uploads.first.count {
+            lines.append("    … and \(uploads.pending - uploads.first.count) more")
+        }
         if blocked.isEmpty {
             lines.append("  blocked:    none")
         } else {

@@ -121,7 +121,7 @@ struct VFSHarness {
     /// Waits until the journal is empty (the uploader has sent everything), or fails after `limit`.
     func waitForUploads(limit: Duration = .seconds(20)) async throws {
         let deadline = ContinuousClock.now + limit
-        while try await fileSystem.pendingUploads().pending > 0 {
+        while try await fileSystem.uploadQueue().pending > 0 {
             guard ContinuousClock.now < deadline else {
                 Issue.record("the journal did not empty within \(limit)")
                 return
