@@ -1,4 +1,5 @@
 import FileProviderKit
+import NIOHTTP1
 
 /// How an item's version is spelled: the server's ETag where it gives one, else the modification
 /// second and size — what a GET's headers and a PROPFIND's properties both tell, so a version
@@ -19,7 +20,14 @@ enum RemoteVersion {
         return ItemVersion(content: text, metadata: text)
     }
 
-    /// The ETag a version was made from, for `If-Match`; nil when it was made otherwise.
+    /// The version of the bytes a GET answered with, from its headers.
+    static func make(headers: HTTPHeaders, size: UInt64) -> ItemVersion {
+        make(
+            etag: headers.first(name: "ETag"), lastModified: headers.first(name: "Last-Modified").flatMap(HTTPDate.parse),
+            size: size)
+    }
+
+        /// The ETag a version was made from, for `If-Match`; nil when it was made otherwise.
     static func etag(of version: ItemVersion) -> String? {
         let text = String(decoding: version.content, as: UTF8.self)
         return text.hasPrefix("\"") ? text : nil

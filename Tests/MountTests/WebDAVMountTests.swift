@@ -3,7 +3,8 @@ import TestServers
 import Testing
 
 extension MountTests {
-    /// Issues 2 and 3 over WebDAV: real servers (Apache mod_dav, rclone serve webdav) on 127.0.0.1
+    /// Issues 2 and 3 over WebDAV: real servers (Apache mod_dav, rclone serve webdav, and the
+    /// Nextcloud-like nextcloud-webdav.py, which names items by fileid) on 127.0.0.1
     /// serve the fixture tree, and the mount must show it exactly, fetch only the blocks a read
     /// touches, keep no more requests in flight at the server than the pipeline depth, refuse
     /// indexers, serve what it has when the server is gone, and refuse a wrong password.
@@ -137,6 +138,28 @@ extension MountTests {
             #expect(failed.duration < .seconds(30), "offline cat took \(failed.duration)")
             let listing = try await Command(["ls", "-lR", offline.mountpoint]).check()
             #expect(listing.stdout.contains("before.txt") && listing.stdout.contains("read.txt"))
+        }
+
+        @Test("fileids: a file read before a remount is still local after it and reads the same; others fetch")
+        func nextcloudRemount() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let contents = String(repeating: "named by its fileid\n", count: 1000)
+            try scratch.writeRemote("folder/read.txt", contents)
+            try scratch.writeRemote("folder/later.txt", "read after the remount\n")
+            let server = try await WebDAVTestServer.start(.nextcloud, serving: URL(fileURLWithPath: scratch.remote))
+            defer { server.stop() }
+            let mount = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { mount.unmount() }
+            #expect(try await Command(["cat", "--", mount.path("folder/read.txt")]).check().stdout == contents)
+            mount.unmount()
+
+            let again = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { again.unmount() }
+            #expect(try await again.xattr("user.fpfs.state", of: "folder/read.txt") == "local")
+            #expect(try await Command(["cat", "--", again.path("folder/read.txt")]).check().stdout == contents)
+            let later = try await Command(["cat", "--", again.path("folder/later.txt")]).check()
+            #expect(later.stdout == "read after the remount\n")
         }
 
         @Test("webdavs:// reads over TLS from a server the system trusts; an untrusted certificate is refused")

@@ -266,6 +266,7 @@ class Handler(fake.Handler):
         with tree.lock:
             if command == "/fpfs-control/forget-sync-tokens":
                 tree.forgotten_through = tree.sequence
+                tree.sequence += 1
             elif command == "/fpfs-control/long-sync-tokens":
                 tree.long_tokens = True
             else:
