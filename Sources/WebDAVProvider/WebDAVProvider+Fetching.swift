@@ -107,7 +107,8 @@ extension WebDAVProvider {
         guard !path.components.isEmpty else {
             throw ProviderError.cannotSynchronize(reason: "the root is a folder and has no contents")
         }
-        let parent = try await fileIDs.parent(of: identifier) ?? folderIdentifier(path.parent)
+        let known = fileIDs.parent(of: identifier)
+        let parent = if let known { known } else { try await folderIdentifier(path.parent) }
         return ItemLocation(identifier: identifier, parent: parent, path: path)
     }
 

@@ -130,7 +130,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
         -> ItemLocation
     {
         guard let name = path.name else { return ItemLocation(identifier: .rootContainer, parent: .rootContainer, path: path) }
-        let parent = try await parent ?? folderIdentifier(path.parent)
+        let parent = if let parent { parent } else { try await folderIdentifier(path.parent) }
         guard try await features().usesFileIDs, let fileID = entry.fileID, FileIDIndex.canName(fileID) else {
             return ItemLocation(identifier: path.identifier, parent: parent, path: path)
         }
