@@ -58,7 +58,11 @@ final class FileIDIndex: Sendable {
                 guard let id = fields[0] else { continue }
                 let identifier = ItemIdentifier(String(decoding: id, as: UTF8.self))
                 if fields.count == 3, let parent = fields[1], let name = fields[2] {
-                    loaded.set(identifier, Place(parent: ItemIdentifier(String(decoding: parent, as: UTF8.self)), name: Filename(bytes: name)))
+                    loaded.set(
+                        identifier,
+                        Place(
+                            parent: ItemIdentifier(String(decoding: parent, as: UTF8.self)), name: Filename(bytes: name)
+                        ))
                 } else {
                     loaded.set(identifier, nil)
                 }
@@ -101,7 +105,9 @@ final class FileIDIndex: Sendable {
             var names: [Filename] = []
             var current = identifier
             while current != .rootContainer {
-                if let path = RemotePath(identifier: current) { return RemotePath(components: path.components + names.reversed()) }
+                if let path = RemotePath(identifier: current) {
+                    return RemotePath(components: path.components + names.reversed())
+                }
                 guard let place = state.places[current], names.count < 4096 else { return nil }
                 names.append(place.name)
                 current = place.parent

@@ -22,7 +22,8 @@ extension Item {
     /// The file a GET answered with: its size and version from the headers, as of the bytes sent.
     init(_ location: ItemLocation, size: UInt64, headers: HTTPHeaders) {
         self.init(
-            location, isCollection: false, size: size, modified: headers.first(name: "Last-Modified").flatMap(HTTPDate.parse),
+            location, isCollection: false, size: size,
+            modified: headers.first(name: "Last-Modified").flatMap(HTTPDate.parse),
             created: nil, version: RemoteVersion.make(headers: headers, size: size))
     }
 

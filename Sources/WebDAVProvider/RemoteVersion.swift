@@ -23,11 +23,12 @@ enum RemoteVersion {
     /// The version of the bytes a GET answered with, from its headers.
     static func make(headers: HTTPHeaders, size: UInt64) -> ItemVersion {
         make(
-            etag: headers.first(name: "ETag"), lastModified: headers.first(name: "Last-Modified").flatMap(HTTPDate.parse),
+            etag: headers.first(name: "ETag"),
+            lastModified: headers.first(name: "Last-Modified").flatMap(HTTPDate.parse),
             size: size)
     }
 
-        /// The ETag a version was made from, for `If-Match`; nil when it was made otherwise.
+    /// The ETag a version was made from, for `If-Match`; nil when it was made otherwise.
     static func etag(of version: ItemVersion) -> String? {
         let text = String(decoding: version.content, as: UTF8.self)
         return text.hasPrefix("\"") ? text : nil

@@ -31,12 +31,10 @@ final class SyncTokenAnchors: Sendable {
                 try Data(token.utf8).write(to: directory.appending(path: name), options: .atomic)
                 let files = try FileManager.default.contentsOfDirectory(
                     at: directory, includingPropertiesForKeys: [.contentModificationDateKey])
-                let byAge = files.sorted {
-                    let dates = [$0, $1].map {
-                        (try? $0.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate) ?? .distantPast
-                    }
-                    return dates[0] > dates[1]
-                }
+                let byAge = files.map { file in
+                    let values = try? file.resourceValues(forKeys: [.contentModificationDateKey])
+                    return (file, values?.contentModificationDate ?? .distantPast)
+                }.sorted { $0.1 > $1.1 }.map(\.0)
                 for old in byAge.dropFirst(Self.retained) { try? FileManager.default.removeItem(at: old) }
             }
         } else {

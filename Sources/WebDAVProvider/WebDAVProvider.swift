@@ -129,7 +129,9 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
     func location(of entry: MultistatusParser.Response, at path: RemotePath, parent: ItemIdentifier?) async throws
         -> ItemLocation
     {
-        guard let name = path.name else { return ItemLocation(identifier: .rootContainer, parent: .rootContainer, path: path) }
+        guard let name = path.name else {
+            return ItemLocation(identifier: .rootContainer, parent: .rootContainer, path: path)
+        }
         let parent = if let parent { parent } else { try await folderIdentifier(path.parent) }
         guard try await features().usesFileIDs, let fileID = entry.fileID, FileIDIndex.canName(fileID) else {
             return ItemLocation(identifier: path.identifier, parent: parent, path: path)
@@ -233,7 +235,9 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
                 path.components.count <= folder.components.count + 1
             else {
                 throw ProviderError.cannotSynchronize(
-                    reason: "listing \(folder): the server listed '\(entry.href)', which is not a valid name in that folder")
+                    reason:
+                        "listing \(folder): the server listed '\(entry.href)', which is not a valid name in that folder"
+                )
             }
             if path == folder {
                 guard entry.isCollection else {

@@ -29,7 +29,8 @@ import Testing
             // The suite ran on fileids and on the server's change reports, not on paths and walks.
             let root = try await provider.enumerator(for: .rootContainer).enumerateItems(
                 startingAt: .initial, suggestedPageSize: 500)
-            #expect(!root.items.isEmpty && root.items.allSatisfy { Int($0.identifier.rawValue) != nil }, "\(root.items)")
+            #expect(
+                !root.items.isEmpty && root.items.allSatisfy { Int($0.identifier.rawValue) != nil }, "\(root.items)")
             let reports = try await server.accessLog().filter { $0.method == "REPORT" && $0.status == 207 }
             #expect(!reports.isEmpty, "no sync-collection REPORT reached the server")
         }
