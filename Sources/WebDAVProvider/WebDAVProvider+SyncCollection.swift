@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTP1
 
 /// Changes by RFC 6578's `sync-collection` REPORT, for servers that offer it (see
-/// `SyncCollectionEnumerator`).
+/// `WebDAVWorkingSetEnumerator`).
 extension WebDAVProvider {
     /// What one REPORT reported: items changed or created (renames and moves included), identifiers
     /// gone, the token to ask from next, and whether the server held back more.
@@ -53,6 +53,8 @@ extension WebDAVProvider {
 
     /// Sends the REPORT and hands each member below the root to `each` as the answer streams in.
     /// A server that cannot limit its answer (507 to the whole request) is asked again without.
+    /// One that refuses the REPORT (400, 403, 405, 501) is not asked again: `syncAnchorExpired`,
+    /// and the working set walks.
     private func syncCollection(
         since token: String, limit: Int?, each: (MultistatusParser.Response, RemotePath) async throws -> Void
     ) async throws -> (token: String, truncated: Bool) {
@@ -64,12 +66,16 @@ extension WebDAVProvider {
         switch response.status.code {
         case 207:
             break
-        case 403, 409:
+        case 400, 403, 405, 409, 501:
             let answer = try? await response.body.collect(upTo: 1 << 20)
             if answer.map({ String(buffer: $0).contains("valid-sync-token") }) ?? false {
                 throw ProviderError.syncAnchorExpired
             }
-            throw WebDAVClient.error(for: response.status, path: .root, method: request.method)
+            if response.status.code == 409 {
+                throw WebDAVClient.error(for: response.status, path: .root, method: request.method)
+            }
+            stopUsingSyncCollection()
+            throw ProviderError.syncAnchorExpired
         case 507 where limit != nil:
             await WebDAVClient.discardBody(of: response)
             return try await syncCollection(since: token, limit: nil, each: each)

@@ -16,8 +16,8 @@ import Synchronization
 /// gives `oc:fileid` (Nextcloud, ownCloud), identifiers are those ids, kept in a `FileIDIndex`, so
 /// a rename on the server is a change of the same item; elsewhere they are paths (see
 /// `RemotePath`). Where it offers the `sync-collection` REPORT (RFC 6578), the working set's
-/// changes are asked of the server (`SyncCollectionEnumerator`); elsewhere walks of the tree are
-/// compared (`WalkHistory`).
+/// changes are asked of the server; elsewhere walks of the tree are compared (see
+/// `WebDAVWorkingSetEnumerator`).
 public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendable {
     let client: WebDAVClient
     let history: WalkHistory
@@ -65,8 +65,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
     public func enumerator(for container: ItemIdentifier) async throws -> any ItemEnumerator {
         switch container {
         case .workingSet:
-            if try await features().syncCollection { return SyncCollectionEnumerator(provider: self) }
-            return WalkHistoryEnumerator(history: history) { [self] in try await walk() }
+            return WebDAVWorkingSetEnumerator(provider: self)
         case .trashContainer:
             throw ProviderError.featureUnsupported
         default:
@@ -99,6 +98,11 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
             usesFileIDs: root.fileID.map(FileIDIndex.canName) ?? false, syncCollection: root.supportsSyncCollection)
         learned.withLock { $0 = features }
         return features
+    }
+
+    /// Walks from now on: the server listed `sync-collection` but refuses it.
+    func stopUsingSyncCollection() {
+        learned.withLock { $0?.syncCollection = false }
     }
 
     // MARK: Identifiers

@@ -233,6 +233,9 @@ public final class WebDAVTestServer: @unchecked Sendable {
     /// nextcloud-webdav.py only: sync tokens handed out from now on are longer than 500 bytes.
     public func useLongSyncTokens() { control("long-sync-tokens") }
 
+    /// nextcloud-webdav.py only: REPORT gets 501 from now on, though collections still list it.
+    public func refuseReports() { control("refuse-reports") }
+
     private func control(_ command: String) {
         precondition(kind == .nextcloud, "only nextcloud-webdav.py takes control requests")
         Self.send("POST /fpfs-control/\(command) HTTP/1.0\r\nContent-Length: 0\r\n\r\n", toPort: port)

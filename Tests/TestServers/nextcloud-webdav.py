@@ -20,6 +20,7 @@ else a new fileid. Fine for test trees, not for big ones.
 Control requests, outside /dav/, for tests:
     POST /fpfs-control/forget-sync-tokens   every token handed out so far gets 403 valid-sync-token
     POST /fpfs-control/long-sync-tokens     tokens from now on are over 500 bytes long
+    POST /fpfs-control/refuse-reports       REPORT gets 501, though collections still list it
 """
 
 import importlib.util
@@ -62,6 +63,7 @@ class Tree:
         self.sequence = 0
         self.forgotten_through = -1
         self.long_tokens = False
+        self.refuse_reports = False
         self.rescan()
         self.log.clear()
 
@@ -165,6 +167,8 @@ class Handler(fake.Handler):
 
     def do_REPORT(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.server.tree.refuse_reports:
+            return self.send_status(501)
         path = self.local_path()
         if path is None or not os.path.isdir(path):
             return self.send_status(404 if path is None or not os.path.exists(path) else 403)
@@ -269,6 +273,8 @@ class Handler(fake.Handler):
                 tree.sequence += 1
             elif command == "/fpfs-control/long-sync-tokens":
                 tree.long_tokens = True
+            elif command == "/fpfs-control/refuse-reports":
+                tree.refuse_reports = True
             else:
                 return self.send_status(404)
         self.send_status(204)

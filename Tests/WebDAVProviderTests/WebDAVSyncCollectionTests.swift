@@ -67,6 +67,23 @@ import Testing
         #expect(changes.updated.map(\.filename) == ["two.txt"] && changes.deleted.isEmpty, "\(changes)")
     }
 
+    @Test func aServerThatRefusesTheReportItListsIsWalkedAfterOneExpiredAnchor() async throws {
+        let mount = try await NextcloudMount.start(files: ["before.txt": "b"])
+        defer { mount.stop() }
+        let workingSet = try await mount.provider.enumerator(for: .workingSet)
+        let anchor = try #require(try await workingSet.currentSyncAnchor())
+        mount.server.refuseReports()
+        await #expect(throws: ProviderError.syncAnchorExpired) {
+            _ = try await workingSet.enumerateChanges(from: anchor, suggestedPageSize: 100)
+        }
+        let walked = try #require(try await workingSet.currentSyncAnchor())
+        #expect(!String(decoding: walked.bytes, as: UTF8.self).hasPrefix("sync-token"))
+        try "a".write(to: mount.url("after.txt"), atomically: false, encoding: .utf8)
+        let changes = try await mount.changes(from: walked)
+        #expect(changes.updated.map(\.filename) == ["after.txt"], "\(changes)")
+        #expect(try await mount.server.accessLog().filter { $0.method == "REPORT" }.count == 1)
+    }
+
     @Test func truncatedAnswersComeInBatchesAndLongTokensLiveInTheStateFolder() async throws {
         let mount = try await NextcloudMount.start(files: [:])
         defer { mount.stop() }
