@@ -20,7 +20,7 @@ extension WebDAVProvider {
     /// elsewhere, which is a rename or move. `syncAnchorExpired` when the server no longer knows
     /// the token.
     func changes(since token: String, limit: Int?) async throws -> SyncChanges {
-        let usesFileIDs = try await features().usesFileIDs
+        let usesFileIDs = try await serverFeatures().usesFileIDs
         var updated: [Item] = []
         var gone: [ItemIdentifier] = []
         let answer = try await syncCollection(since: token, limit: limit) { entry, path in

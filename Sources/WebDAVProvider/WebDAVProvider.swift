@@ -91,7 +91,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
     }
 
     /// What the server offers, asked once by a PROPFIND of the root.
-    func features() async throws -> ServerFeatures {
+    func serverFeatures() async throws -> ServerFeatures {
         if let known = learned.withLock({ $0 }) { return known }
         let root = try await propfind(.root, body: Self.rootPropfindBody)
         let features = ServerFeatures(
@@ -137,7 +137,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
             return ItemLocation(identifier: .rootContainer, parent: .rootContainer, path: path)
         }
         let parent = if let parent { parent } else { try await folderIdentifier(path.parent) }
-        guard try await features().usesFileIDs, let fileID = entry.fileID, FileIDIndex.canName(fileID) else {
+        guard try await serverFeatures().usesFileIDs, let fileID = entry.fileID, FileIDIndex.canName(fileID) else {
             return ItemLocation(identifier: path.identifier, parent: parent, path: path)
         }
         let identifier = ItemIdentifier(fileID)
@@ -147,7 +147,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
 
     /// The identifier of the folder at `path`: from the index, else from a PROPFIND of it.
     func folderIdentifier(_ path: RemotePath) async throws -> ItemIdentifier {
-        guard !path.components.isEmpty, try await features().usesFileIDs else { return path.identifier }
+        guard !path.components.isEmpty, try await serverFeatures().usesFileIDs else { return path.identifier }
         if let known = fileIDs.identifier(at: path) { return known }
         return try await properties(of: path).identifier
     }

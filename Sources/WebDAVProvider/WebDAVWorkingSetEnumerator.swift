@@ -15,7 +15,7 @@ struct WebDAVWorkingSetEnumerator: ItemEnumerator {
     /// One REPORT, asking for at most `suggestedPageSize` changes; a truncated answer gives
     /// `moreComing` and the token of the part received.
     func enumerateChanges(from anchor: SyncAnchor, suggestedPageSize: Int) async throws -> ChangeBatch {
-        guard try await provider.features().syncCollection else {
+        guard try await provider.serverFeatures().syncCollection else {
             return try await provider.history.enumerateChanges(
                 from: anchor, suggestedPageSize: suggestedPageSize, walk: walk)
         }
@@ -29,11 +29,11 @@ struct WebDAVWorkingSetEnumerator: ItemEnumerator {
     }
 
     func currentSyncAnchor() async throws -> SyncAnchor? {
-        if try await provider.features().syncCollection {
+        if try await provider.serverFeatures().syncCollection {
             do {
                 return try await provider.syncTokens.anchor(for: provider.currentSyncToken())
             } catch ProviderError.syncAnchorExpired {
-                guard try await !provider.features().syncCollection else { throw ProviderError.syncAnchorExpired }
+                guard try await !provider.serverFeatures().syncCollection else { throw ProviderError.syncAnchorExpired }
             }
         }
         return try await provider.history.currentSyncAnchor(walk: walk)
