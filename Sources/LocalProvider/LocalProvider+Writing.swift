@@ -52,7 +52,10 @@ extension LocalProvider {
         return try await request { tree in
             let located = try tree.locate(item.identifier)
             let current = try tree.item(at: located.path)
-            guard current.version.content == baseVersion.content else {
+            // Only new contents can conflict: a folder's version moves with its children, and
+            // metadata is last writer wins (FileProvider's settled points).
+            let replacesContents = changedFields.contains(.contents) && current.kind == .file
+            guard !replacesContents || current.version.content == baseVersion.content else {
                 if options.contains(.mayAlreadyExist),
                     try Self.matches(
                         item, fields: changedFields, source: source, current: current, at: tree.absolute(located.path))

@@ -12,7 +12,7 @@ import GRDB
 
 /// The SQLite store of one mount's metadata.
 public final class MetadataStore: Sendable {
-    private let writer: any DatabaseWriter
+    let writer: any DatabaseWriter
 
     /// Opens (creating if needed) the store in `file`.
     public init(file: URL) throws {
@@ -70,6 +70,46 @@ public final class MetadataStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("v2-journal") { db in
+            // The journal of local changes the remote does not have yet (DESIGN §4). A live item
+            // has at most one pending change, whose fields accumulate; a deleted item keeps only
+            // what its deletion needs. `sequence` orders all of them; every change takes the next
+            // number from journalClock, so an uploader can tell whether a row changed under it.
+            try db.execute(
+                sql: """
+                    CREATE TABLE pendingChange (
+                      inode INTEGER PRIMARY KEY,
+                      sequence INTEGER NOT NULL,
+                      isCreation INTEGER NOT NULL,
+                      fields INTEGER NOT NULL,
+                      attempts INTEGER NOT NULL DEFAULT 0,
+                      lastError TEXT
+                    );
+                    CREATE TABLE pendingDeletion (
+                      identifier TEXT PRIMARY KEY,
+                      sequence INTEGER NOT NULL,
+                      kind INTEGER NOT NULL,
+                      contentVersion BLOB NOT NULL,
+                      metadataVersion BLOB NOT NULL,
+                      attempts INTEGER NOT NULL DEFAULT 0,
+                      lastError TEXT
+                    );
+                    CREATE TABLE journalClock (sequence INTEGER NOT NULL);
+                    INSERT INTO journalClock (sequence) VALUES (0);
+                    -- Files whose whole content lives in the local folder rather than the block
+                    -- cache: written ones, and conflict copies.
+                    -- Local identifiers the remote has replaced (see resolve): operations that began
+                    -- before the replacement still find their items. Emptied at every start.
+                    CREATE TABLE identifierAlias (
+                      local TEXT PRIMARY KEY,
+                      remote TEXT NOT NULL
+                    );
+                    CREATE TABLE localContent (
+                      inode INTEGER PRIMARY KEY,
+                      isConflictCopy INTEGER NOT NULL DEFAULT 0
+                    );
+                    """)
+        }
         return migrator
     }
 
@@ -98,9 +138,9 @@ public final class MetadataStore: Sendable {
         return try await writer.write { db in try items.map { try Self.upsert($0, in: db) } }
     }
 
-    private static let placeholders = Array(repeating: "?", count: ItemRecord.columns.count).joined(separator: ", ")
+    static let placeholders = Array(repeating: "?", count: ItemRecord.columns.count).joined(separator: ", ")
 
-    private static func upsert(_ item: Item, in db: Database) throws -> ItemRecord {
+    static func upsert(_ item: Item, in db: Database) throws -> ItemRecord {
         let columns = ItemRecord.columns.joined(separator: ", ")
         let updates = ItemRecord.columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
         let inode = try Int64.fetchOne(
@@ -123,7 +163,7 @@ public final class MetadataStore: Sendable {
     public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
         try await writer.read { db in
             try ItemRecord.fetchOne(
-                db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [identifier.rawValue])
+                db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [try Self.resolve(identifier, in: db)])
         }
     }
 
@@ -132,7 +172,7 @@ public final class MetadataStore: Sendable {
         try await writer.read { db in
             try ItemRecord.fetchOne(
                 db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?",
-                arguments: [parent.rawValue, Data(name.bytes)])
+                arguments: [try Self.resolve(parent, in: db), Data(name.bytes)])
         }
     }
 
@@ -142,7 +182,7 @@ public final class MetadataStore: Sendable {
             try ItemRecord.fetchAll(
                 db,
                 sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename",
-                arguments: [parent.rawValue, parent.rawValue])
+                arguments: [try Self.resolve(parent, in: db), try Self.resolve(parent, in: db)])
         }
     }
 
@@ -157,7 +197,8 @@ public final class MetadataStore: Sendable {
     public func isListingComplete(_ directory: ItemIdentifier) async throws -> Bool {
         try await writer.read { db in
             try Bool.fetchOne(
-                db, sql: "SELECT isComplete FROM directory WHERE identifier = ?", arguments: [directory.rawValue])
+                db, sql: "SELECT isComplete FROM directory WHERE identifier = ?",
+                arguments: [try Self.resolve(directory, in: db)])
                 ?? false
         }
     }
@@ -241,7 +282,8 @@ public final class MetadataStore: Sendable {
     public func setSetting(_ key: String, to value: String) async throws {
         try await writer.write { db in
             try db.execute(
-                sql: "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                sql:
+                    "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 arguments: [key, value])
         }
     }

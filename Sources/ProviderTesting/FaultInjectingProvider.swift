@@ -39,7 +39,8 @@ public struct FaultInjectingProvider<Inner: FileProvider>: FileProvider {
         async throws -> Item
     {
         _ = try await intercept(.create, template.identifier, filenames: [template.filename])
-        return try await learned(inner.createItem(basedOn: template, fields: fields, contents: contents, options: options))
+        return try await learned(
+            inner.createItem(basedOn: template, fields: fields, contents: contents, options: options))
     }
 
     public func modifyItem(
@@ -74,6 +75,10 @@ public struct FaultInjectingProvider<Inner: FileProvider>: FileProvider {
         injector.learn([item])
         return item
     }
+}
+
+extension FaultInjectingProvider: FeatureDescribing where Inner: FeatureDescribing {
+    public var features: ProviderFeatures { inner.features }
 }
 
 extension FaultInjectingProvider: PartialContentFetching where Inner: PartialContentFetching {

@@ -133,7 +133,9 @@ final class ContentFetcher: Sendable {
                 }
                 guard result.isValid(minimalRange: claim.range, alignment: alignment, size: content.size) else {
                     throw ProviderError.cannotSynchronize(
-                        reason: "provider returned range \(result.retrievedRange) for \(claim.range) aligned to \(alignment)")
+                        reason:
+                            "provider returned range \(result.retrievedRange) for \(claim.range) aligned to \(alignment)"
+                    )
                 }
                 guard result.item.version.content == content.contentVersion else {
                     throw ProviderError.versionNoLongerAvailable

@@ -3,7 +3,7 @@ import Logging
 import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The one place where errors become errno (DESIGN §6). Anything unexpected is EIO and logged.

@@ -7,7 +7,8 @@
 // land. Every provider call runs under the remote bound, so no request waits on the remote for
 // longer than `remoteTimeout` without progress. Errors become errno in one place (ErrnoMapping).
 //
-// The mount is read-only in this version: write-type operations keep FuseKit's EROFS defaults.
+// Writes happen locally first and are journalled; the Uploader replays them to the remote
+// (FileSystem+Writing, DESIGN §4). With `isReadOnly` every write-type operation is EROFS.
 
 import BlockCache
 import FileProviderKit
@@ -17,22 +18,24 @@ import MetadataStore
 import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One mount's filesystem.
 public final class FileSystem: FileSystemOperations {
     public let configuration: VFSConfiguration
-    private let provider: any FileProvider
-    private let store: MetadataStore
-    private let cache: BlockCache
-    private let logger: Logger
-    private let nodes: NodeTable
-    private let lister: DirectoryLister
-    private let fetcher: ContentFetcher
-    private let statistics = Statistics()
-    private let gate: ProcessGate
-    private let openFiles = HandleTable<OpenFile>()
+    let provider: any FileProvider
+    let store: MetadataStore
+    let cache: BlockCache
+    let logger: Logger
+    let nodes: NodeTable
+    let lister: DirectoryLister
+    let fetcher: ContentFetcher
+    let statistics = Statistics()
+    let gate: ProcessGate
+    let openFiles = HandleTable<OpenFile>()
+    let localFiles: LocalFileFolder
+    let uploader: Uploader
     private let openDirectories = HandleTable<OpenDirectory>()
 
     /// True when the remote could not be reached at start and the mount serves what the store
@@ -61,9 +64,15 @@ public final class FileSystem: FileSystemOperations {
             record = known
             isOffline = true
         }
-        return FileSystem(
-            provider: provider, store: store, cache: cache, root: record, configuration: configuration,
-            isOffline: isOffline, logger: logger)
+        try await store.forgetIdentifierAliases()
+        let localFiles = try LocalFileFolder(
+            root: cache.directory.removingLastComponent(), items: try await store.localContentItems())
+        let fileSystem = FileSystem(
+            provider: provider, store: store, cache: cache, localFiles: localFiles, root: record,
+            configuration: configuration, isOffline: isOffline, logger: logger)
+        // Even a read-only mount sends what an earlier mount left in the journal.
+        fileSystem.uploader.start()
+        return fileSystem
     }
 
     private static func meansUnreachable(_ error: any Error) -> Bool {
@@ -73,10 +82,11 @@ public final class FileSystem: FileSystemOperations {
     }
 
     private init(
-        provider: any FileProvider, store: MetadataStore, cache: BlockCache, root: ItemRecord,
-        configuration: VFSConfiguration, isOffline: Bool, logger: Logger
+        provider: any FileProvider, store: MetadataStore, cache: BlockCache, localFiles: LocalFileFolder,
+        root: ItemRecord, configuration: VFSConfiguration, isOffline: Bool, logger: Logger
     ) {
         self.isOffline = isOffline
+        self.localFiles = localFiles
         self.provider = provider
         self.store = store
         self.cache = cache
@@ -88,6 +98,9 @@ public final class FileSystem: FileSystemOperations {
         self.fetcher = ContentFetcher(
             provider: provider, cache: cache, configuration: configuration, statistics: statistics, logger: logger)
         self.gate = ProcessGate(names: configuration.nonMaterializingProcesses)
+        self.uploader = Uploader(
+            provider: provider, store: store, localFiles: localFiles, nodes: nodes, configuration: configuration,
+            logger: logger)
     }
 
     /// What the engine has done since mount.
@@ -105,8 +118,10 @@ public final class FileSystem: FileSystemOperations {
         settings.readdirplus = true
     }
 
-    /// Lets running fetches end and record what they brought, then lets go of the provider.
+    /// Lets running fetches end and record what they brought, stops the uploader (what it has not
+    /// sent stays in the journal for the next mount), then lets go of the provider.
     public func shutdown() async {
+        await uploader.stop()
         await fetcher.drain()
         await provider.invalidate()
     }
@@ -135,7 +150,8 @@ public final class FileSystem: FileSystemOperations {
     public func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply {
         try await answering {
             let record = try await self.record(inode)
-            return AttributesReply(attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)
+            return AttributesReply(
+                attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)
         }
     }
 
@@ -152,7 +168,7 @@ public final class FileSystem: FileSystemOperations {
     public func access(inode: InodeNumber, mask: Int32, context: RequestContext) async throws {
         try await answering {
             _ = try await self.record(inode)
-            if mask & W_OK != 0 { throw Errno.readOnlyFileSystem }
+            if mask & W_OK != 0, self.configuration.isReadOnly { throw Errno.readOnlyFileSystem }
         }
     }
 
@@ -178,11 +194,20 @@ public final class FileSystem: FileSystemOperations {
         try await answering {
             let record = try await self.record(inode)
             guard record.item.kind == .file else { throw Errno.isDirectory }
-            if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw Errno.readOnlyFileSystem }
             let readAhead = ReadAheadWindow(
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
-            let handle = self.openFiles.insert(OpenFile(record: record, readAhead: readAhead))
-            // The content of a version never changes, so pages cached from an earlier open stay good.
+            let file: OpenFile
+            if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
+                file = try await self.openForWriting(record, flags: flags, readAhead: readAhead, context: context)
+            } else if self.localFiles.hasContent(record.inode) {
+                file = OpenFile(
+                    record: record, readAhead: readAhead, local: try await self.localFiles.open(record.inode))
+            } else {
+                file = OpenFile(record: record, readAhead: readAhead)
+            }
+            let handle = self.openFiles.insert(file)
+            // The content of a version never changes, and local contents change only through the
+            // kernel, so pages cached from an earlier open stay good.
             return OpenReply(handle: FileHandle(handle), keepCache: true)
         }
     }
@@ -192,6 +217,11 @@ public final class FileSystem: FileSystemOperations {
     ) async throws -> ReadReply {
         try await answering {
             guard let file = self.openFiles[handle.rawValue] else { throw Errno.badFileDescriptor }
+            if let local = file.local {
+                let end = try await local.size()
+                guard offset < end, size > 0 else { return .bytes([]) }
+                return .fileRange(file: local, offset: offset, length: Int(min(end - offset, UInt64(size))))
+            }
             let item = file.record.item
             guard offset < item.size, size > 0 else { return .bytes([]) }
             let range = offset..<min(offset + UInt64(size), item.size)
@@ -222,10 +252,21 @@ public final class FileSystem: FileSystemOperations {
         }
     }
 
-    public func flush(inode: InodeNumber, handle: FileHandle, context: RequestContext) async throws {}
+    public func flush(inode: InodeNumber, handle: FileHandle, context: RequestContext) async throws {
+        try await answering {
+            guard let file = self.openFiles[handle.rawValue] else { throw Errno.badFileDescriptor }
+            try await self.saveWrites(of: file, inode: inode)
+        }
+    }
 
     public func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws {
+        guard let file = openFiles[handle.rawValue] else { return }
         openFiles.remove(handle.rawValue)
+        try await answering {
+            defer { if file.isWritable { self.localFiles.endWriting(file.record.inode) } }
+            try await self.saveWrites(of: file, inode: inode)
+        }
+        if file.isWritable { uploader.wake() }
     }
 
     // MARK: Directories
@@ -280,7 +321,7 @@ public final class FileSystem: FileSystemOperations {
     public func getxattr(inode: InodeNumber, name: String, context: RequestContext) async throws -> [UInt8] {
         try await answering {
             let record = try await self.record(inode)
-            guard let value = self.extendedAttributes(of: record, inode: inode)[name] else {
+            guard let value = try await self.extendedAttributes(of: record, inode: inode)[name] else {
                 throw ErrnoMapping.noAttribute
             }
             return Array(value.utf8)
@@ -290,20 +331,15 @@ public final class FileSystem: FileSystemOperations {
     public func listxattr(inode: InodeNumber, context: RequestContext) async throws -> [String] {
         try await answering {
             let record = try await self.record(inode)
-            return self.extendedAttributes(of: record, inode: inode).keys.sorted()
+            return try await self.extendedAttributes(of: record, inode: inode).keys.sorted()
         }
     }
 
-    private func extendedAttributes(of record: ItemRecord, inode: InodeNumber) -> [String: String] {
+    private func extendedAttributes(of record: ItemRecord, inode: InodeNumber) async throws -> [String: String] {
         let item = record.item
-        let local = localBytes(of: item)
-        let state: String
-        switch item.kind {
-        case .file: state = local >= item.size ? "local" : (local == 0 ? "cloud" : "partial")
-        case .directory, .symlink: state = "local"
-        }
+        let local = localBytes(of: record)
         var attributes = [
-            ExtendedAttribute.state: state,
+            ExtendedAttribute.state: try await state(of: record, localBytes: local),
             ExtendedAttribute.localBytes: String(local),
             ExtendedAttribute.identifier: item.identifier.rawValue,
         ]
@@ -314,10 +350,19 @@ public final class FileSystem: FileSystemOperations {
         return attributes
     }
 
+    /// `user.fpfs.state` (DESIGN §6): where the item's content is, or where its upload stands.
+    private func state(of record: ItemRecord, localBytes local: UInt64) async throws -> String {
+        if let upload = uploader.state(of: record.inode) { return upload.rawValue }
+        if try await store.pendingChange(inode: record.inode) != nil { return "dirty" }
+        if localFiles.isConflictCopy(record.inode) { return "conflict" }
+        guard record.item.kind == .file else { return "local" }
+        return local >= record.item.size ? "local" : (local == 0 ? "cloud" : "partial")
+    }
+
     // MARK: Helpers
 
     /// Runs a request's body and turns whatever it throws into the errno the caller should see.
-    private func answering<T>(_ body: () async throws -> T) async throws -> T {
+    func answering<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch {
@@ -326,29 +371,32 @@ public final class FileSystem: FileSystemOperations {
     }
 
     /// The record of an inode the kernel holds (or, failing that, the store's).
-    private func record(_ inode: InodeNumber) async throws -> ItemRecord {
+    func record(_ inode: InodeNumber) async throws -> ItemRecord {
         if let record = nodes.record(inode) { return record }
         guard let record = try await store.record(inode: inode.rawValue) else { throw Errno.noSuchFileOrDirectory }
         return record
     }
 
-    private func directory(_ inode: InodeNumber) async throws -> ItemRecord {
+    func directory(_ inode: InodeNumber) async throws -> ItemRecord {
         let record = try await record(inode)
         guard record.item.kind == .directory else { throw Errno.notDirectory }
         return record
     }
 
-    private func localBytes(of item: Item) -> UInt64 {
-        item.kind == .file ? cache.localBytes(of: item.identifier, contentVersion: item.version.content) : 0
+    private func localBytes(of record: ItemRecord) -> UInt64 {
+        let item = record.item
+        guard item.kind == .file else { return 0 }
+        if localFiles.hasContent(record.inode) { return item.size }
+        return cache.localBytes(of: item.identifier, contentVersion: item.version.content)
     }
 
-    private func entry(for record: ItemRecord) -> Entry {
+    func entry(for record: ItemRecord) -> Entry {
         Entry(
             attributes: attributes(of: record), attributeTimeout: configuration.attributeTimeout,
             entryTimeout: configuration.entryTimeout)
     }
 
-    private func attributes(of record: ItemRecord) -> FileAttributes {
+    func attributes(of record: ItemRecord) -> FileAttributes {
         let item = record.item
         let type: FuseKit.FileType =
             switch item.kind {
@@ -357,7 +405,7 @@ public final class FileSystem: FileSystemOperations {
             case .symlink: .symlink
             }
         let size = item.kind == .symlink ? UInt64(item.symlinkTarget?.count ?? 0) : item.size
-        let local = localBytes(of: item)
+        let local = localBytes(of: record)
         let modified = FileTime(item.contentModificationDate)
         return FileAttributes(
             inode: InodeNumber(record.inode), type: type, permissions: item.permissions,

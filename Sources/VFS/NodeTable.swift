@@ -1,3 +1,4 @@
+import FileProviderKit
 import FuseKit
 import MetadataStore
 import Synchronization
@@ -30,6 +31,35 @@ final class NodeTable: Sendable {
             node.record = record
             if addingLookup { node.lookups.increment() }
             nodes[inode] = node
+        }
+    }
+
+    /// Changes the item of a held inode in place (a write's new size); nil when the kernel does
+    /// not hold it.
+    func update(_ inode: InodeNumber, _ change: (inout Item) -> Void) -> ItemRecord? {
+        nodes.withLock { nodes in
+            guard var node = nodes[inode] else { return nil }
+            change(&node.record.item)
+            nodes[inode] = node
+            return node.record
+        }
+    }
+
+    /// After the remote gave an item its identifier: every held record that named the old one
+    /// (the item itself, its children) names the new one.
+    func replaceIdentifier(_ old: ItemIdentifier, with remote: Item, inode: InodeNumber) {
+        nodes.withLock { nodes in
+            for (key, var node) in nodes {
+                if key == inode {
+                    node.record.item.identifier = remote.identifier
+                    node.record.item.version = remote.version
+                } else if node.record.item.parentIdentifier == old {
+                    node.record.item.parentIdentifier = remote.identifier
+                } else {
+                    continue
+                }
+                nodes[key] = node
+            }
         }
     }
 

@@ -4,16 +4,41 @@ import MetadataStore
 import Synchronization
 
 /// One open file handle: the item as it was at open, so the handle reads one content version from
-/// open to close, and its cached content once a read needed it.
+/// open to close, and its cached content once a read needed it. A handle of a file whose content is
+/// local (written here) reads and writes that file instead.
 final class OpenFile: Sendable {
     let record: ItemRecord
     private let content = Mutex<CachedContent?>(nil)
     /// This handle's read-ahead.
     let readAhead: Mutex<ReadAheadWindow>
+    /// The local content, for files written here.
+    let local: LocalFile?
+    /// Opened for writing: counted as a writer until released.
+    let isWritable: Bool
+    /// Bytes were written through this handle since its changes were last saved in the store.
+    private let unsavedWrites = Mutex(false)
 
-    init(record: ItemRecord, readAhead: ReadAheadWindow) {
+    init(record: ItemRecord, readAhead: ReadAheadWindow, local: LocalFile? = nil, isWritable: Bool = false) {
         self.record = record
         self.readAhead = Mutex(readAhead)
+        self.local = local
+        self.isWritable = isWritable
+    }
+
+    /// Notes a write; true for the first one since the last save.
+    func noteWrite() -> Bool {
+        unsavedWrites.withLock { unsaved in
+            defer { unsaved = true }
+            return !unsaved
+        }
+    }
+
+    /// True when writes happened since the last save; clears the mark.
+    func takeUnsavedWrites() -> Bool {
+        unsavedWrites.withLock { unsaved in
+            defer { unsaved = false }
+            return unsaved
+        }
     }
 
     /// The cached content of this handle's version, opened on first use.

@@ -67,7 +67,8 @@ final class Statistics: Sendable {
         state.withLock { state in
             state.snapshot.fetches.started += 1
             state.snapshot.fetches.inFlight += 1
-            state.snapshot.fetches.maxInFlight = max(state.snapshot.fetches.maxInFlight, state.snapshot.fetches.inFlight)
+            state.snapshot.fetches.maxInFlight = max(
+                state.snapshot.fetches.maxInFlight, state.snapshot.fetches.inFlight)
             state.nextDownload += 1
             state.downloads[state.nextDownload] = .init(
                 name: name, offset: range.lowerBound, length: UInt64(range.count), received: 0)

@@ -14,6 +14,10 @@ public struct VFSConfiguration: Sendable {
     public var blockSize: UInt64 = 1 << 20
     /// At most this many provider content fetches run at once (1...128).
     public var pipelineDepth = 8
+    /// At most this many journal entries are sent to the remote at once (1...128).
+    public var uploadDepth = 4
+    /// Every write-type operation fails with EROFS.
+    public var isReadOnly = false
     /// The largest read-ahead window of one handle.
     public var maximumReadAhead: UInt64 = 64 << 20
     /// Processes that may not cause downloads (exact names; see `ProcessGate`).

@@ -20,7 +20,11 @@ extension WebDAVProvider {
         // Asked first because servers answer a taken name differently (405, 400, 412, or a silent
         // overwrite when a precondition is ignored); the request's own precondition covers a race.
         if let existing = try await existingItem(at: path) {
-            if options.contains(.mayAlreadyExist), existing.kind == template.kind { return existing }
+            // A folder that exists is what was asked for; a file may hold anyone's bytes, so a
+            // replayed file creation meets a collision rather than adopt them.
+            if options.contains(.mayAlreadyExist), existing.kind == .directory, template.kind == .directory {
+                return existing
+            }
             throw ProviderError.filenameCollision(existing: existing.identifier)
         }
         switch template.kind {

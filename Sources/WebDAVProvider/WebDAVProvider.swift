@@ -18,7 +18,7 @@ import Synchronization
 /// `RemotePath`). Where it offers the `sync-collection` REPORT (RFC 6578), the working set's
 /// changes are asked of the server; elsewhere walks of the tree are compared (see
 /// `WebDAVWorkingSetEnumerator`).
-public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendable {
+public final class WebDAVProvider: FileProvider, PartialContentFetching, FeatureDescribing, Sendable {
     let client: WebDAVClient
     let history: WalkHistory
     let fileIDs: FileIDIndex
@@ -30,6 +30,9 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Sendabl
 
     /// Checks the configuration and opens the connection pool; talks to no server yet. Throws
     /// `cannotSynchronize` for a bad URL or a state directory that cannot be used. Blocks briefly.
+    /// WebDAV has no symlinks (DECISIONS 24).
+    public var features: ProviderFeatures { [] }
+
     public init(configuration: Configuration) throws {
         client = try WebDAVClient(configuration: configuration)
         let state = configuration.stateDirectory

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// A failure the user can act on: printed as one line on stderr, exit status 1.
 struct CommandFailure: Error, CustomStringConvertible {
@@ -22,8 +23,6 @@ struct StandardError: TextOutputStream {
         FileHandleWriter.writeToStandardError(string)
     }
 }
-
-import Foundation
 
 private enum FileHandleWriter {
     static func writeToStandardError(_ string: String) {

@@ -2,7 +2,7 @@ import CFuse
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Talks to a mount's daemon over its control socket, found from the mountpoint.

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The daemon's control socket: a Unix socket on which each connection sends one command line and
@@ -17,7 +17,9 @@ final class ControlServer: Sendable {
         self.path = path
         unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw CommandFailure("cannot create the control socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw CommandFailure("cannot create the control socket: \(String(cString: strerror(errno)))")
+        }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(path.utf8)

@@ -5,6 +5,7 @@ import FuseKit
 import Logging
 import MetadataStore
 import ProviderTesting
+import Synchronization
 import SystemPackage
 import VFS
 
@@ -21,6 +22,8 @@ struct Daemon {
     let remoteTimeout: Duration
     let blockSize: UInt64
     let pipelineDepth: Int
+    let uploadDepth: Int
+    let isReadOnly: Bool
     let nonMaterializing: Set<String>
     let faultSpec: String?
     let readyFD: Int32?
@@ -59,6 +62,8 @@ struct Daemon {
         configuration.remoteTimeout = remoteTimeout
         configuration.blockSize = blockSize
         configuration.pipelineDepth = pipelineDepth
+        configuration.uploadDepth = uploadDepth
+        configuration.isReadOnly = isReadOnly
         configuration.nonMaterializingProcesses = nonMaterializing
         configuration.uid = getuid()
         configuration.gid = getgid()
@@ -87,8 +92,13 @@ struct Daemon {
             offline: fileSystem.isOffline, pipelineDepth: pipelineDepth, blockSize: blockSize)
         let control = try ControlServer(path: socketPath) { command in
             switch command {
-            case "status": StatusReport(context: status, statistics: fileSystem.statisticsSnapshot).json()
-            default: Data("{\"error\":\"unknown command\"}".utf8)
+            case "status":
+                return Self.statusReport(of: fileSystem, context: status)
+            case "sync":
+                fileSystem.retryUploadsNow()
+                return Self.statusReport(of: fileSystem, context: status)
+            default:
+                return Data("{\"error\":\"unknown command\"}".utf8)
             }
         }
         defer { control.stop() }
@@ -99,6 +109,7 @@ struct Daemon {
 
         let session = FuseSession(
             operations: fileSystem, mountpoint: mountpoint, fsname: "fpfs:\(remote.name)", subtype: "fpfs")
+        fileSystem.attach(session.notifier)
         do {
             try session.mount()
         } catch {
@@ -112,6 +123,19 @@ struct Daemon {
             logger.error("the FUSE session ended with an error: \(error)")
         }
         logger.info("unmounted")
+    }
+
+    /// The status as JSON. Runs on the control server's own thread, which may wait for the store.
+    private static func statusReport(of fileSystem: FileSystem, context: StatusReport.Context) -> Data {
+        let counts = Mutex<(pending: Int, failing: Int)>((0, 0))
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            if let found = try? await fileSystem.pendingUploads() { counts.withLock { $0 = found } }
+            done.signal()
+        }
+        done.wait()
+        let uploads = counts.withLock { StatusReport.Uploads(pending: $0.pending, failing: $0.failing) }
+        return StatusReport(context: context, statistics: fileSystem.statisticsSnapshot, uploads: uploads).json()
     }
 
     /// Writes one line to the launcher's pipe, and closes it unless more lines follow.

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Starts the mount daemon as a new process and waits for it to say it is ready.
@@ -79,7 +79,8 @@ enum DaemonLauncher {
         while ContinuousClock.now < deadline {
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let remaining = deadline - ContinuousClock.now
-            let milliseconds = Int32(max(1, remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+            let milliseconds = Int32(
+                max(1, remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
             guard poll(&poller, 1, milliseconds) > 0 else { continue }
             var buffer = [UInt8](repeating: 0, count: 1)
             let count = read(fd, &buffer, buffer.count)

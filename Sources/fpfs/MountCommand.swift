@@ -37,6 +37,12 @@ struct MountCommand: AsyncParsableCommand {
     @Option(help: "At most this many content fetches in flight at once (1...128).")
     var pipelineDepth = 8
 
+    @Option(help: "At most this many local changes sent to the remote at once (1...128).")
+    var uploadDepth = 4
+
+    @Flag(help: "Refuse every change with EROFS.")
+    var readOnly = false
+
     @Option(
         help: ArgumentHelp(
             "Comma-separated process names that may not cause downloads ('' for none).",
@@ -56,6 +62,9 @@ struct MountCommand: AsyncParsableCommand {
             }
             guard (1...128).contains(pipelineDepth) else {
                 throw CommandFailure("--pipeline-depth must be a whole number from 1 to 128")
+            }
+            guard (1...128).contains(uploadDepth) else {
+                throw CommandFailure("--upload-depth must be a whole number from 1 to 128")
             }
             let blockSize = try Self.parseBlockSize(self.blockSize)
             let remote = try Remote(parsing: self.remote, user: user)
@@ -78,14 +87,17 @@ struct MountCommand: AsyncParsableCommand {
                 let daemon = Daemon(
                     remote: remote, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                     remoteTimeout: .seconds(remoteTimeout), blockSize: blockSize, pipelineDepth: pipelineDepth,
-                    nonMaterializing: nonMaterializingNames, faultSpec: injectFaults, readyFD: readyFd)
+                    uploadDepth: uploadDepth, isReadOnly: readOnly, nonMaterializing: nonMaterializingNames,
+                    faultSpec: injectFaults, readyFD: readyFd)
                 try await daemon.run()
             } else {
                 var arguments = [
                     "mount", self.remote, mountpoint, "--foreground", "--cache-dir", cacheDirectory.path,
                     "--remote-timeout", String(remoteTimeout), "--block-size", self.blockSize,
-                    "--pipeline-depth", String(pipelineDepth), "--ready-fd", "3",
+                    "--pipeline-depth", String(pipelineDepth), "--upload-depth", String(uploadDepth),
+                    "--ready-fd", "3",
                 ]
+                if readOnly { arguments.append("--read-only") }
                 if let nonMaterializing { arguments += ["--non-materializing", nonMaterializing] }
                 if let user { arguments += ["--user", user] }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }

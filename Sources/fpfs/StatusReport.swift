@@ -2,7 +2,7 @@ import Foundation
 import VFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What `fpfs status` shows: which mount this is and what its engine is doing.
@@ -30,8 +30,17 @@ struct StatusReport: Codable {
     var downloads: [StatisticsSnapshot.Download]
     /// Reads refused to non-materializing processes, by process name.
     var blocked: [String: Int]
+    /// Local changes not yet on the remote.
+    var uploads: Uploads
 
-    init(context: Context, statistics: StatisticsSnapshot) {
+    struct Uploads: Codable {
+        /// Journal entries waiting or being sent.
+        var pending: Int
+        /// Of those, the ones whose last attempt failed.
+        var failing: Int
+    }
+
+    init(context: Context, statistics: StatisticsSnapshot, uploads: Uploads) {
         self.pid = getpid()
         self.remote = context.remote
         self.mountpoint = context.mountpoint
@@ -44,6 +53,7 @@ struct StatusReport: Codable {
         self.listings = statistics.listings
         self.downloads = statistics.downloads
         self.blocked = statistics.blocked
+        self.uploads = uploads
     }
 
     func json() -> Data {
@@ -64,6 +74,8 @@ struct StatusReport: Codable {
             "  reads:      \(reads.fromCache) from local bytes (\(reads.blocksFromCache) blocks), "
                 + "\(reads.waited) waited for the remote",
             "  listings:   \(listings.directories) directories, \(listings.pages) pages",
+            "  uploads:    \(uploads.pending) changes waiting for the remote"
+                + (uploads.failing > 0 ? " (\(uploads.failing) failed at least once; see the log)" : ""),
         ]
         if blocked.isEmpty {
             lines.append("  blocked:    none")

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `fpfs unmount MOUNTPOINT`: unmounts and waits for the daemon to finish.

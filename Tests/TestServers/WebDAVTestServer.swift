@@ -84,13 +84,15 @@ public final class WebDAVTestServer: @unchecked Sendable {
     /// Starts a server for `root` (an existing folder) and returns once it answers; throws with
     /// the end of its error log if it does not within 20 seconds. With `bytesPerSecond` (Apache
     /// only) every answer's body is sent no faster, so tests can keep requests in flight; with
-    /// `tls` (Apache only) it speaks HTTPS.
+    /// `tls` (Apache only) it speaks HTTPS. With `port` it listens there (a server started again
+    /// where a mount expects it) and makes one attempt only.
     public static func start(
-        _ kind: Kind, serving root: URL, credentials: Credentials? = nil, bytesPerSecond: Int? = nil, tls: TLS? = nil
+        _ kind: Kind, serving root: URL, credentials: Credentials? = nil, bytesPerSecond: Int? = nil, tls: TLS? = nil,
+        port fixedPort: Int? = nil
     ) async throws -> WebDAVTestServer {
         var lastFailure = "no attempt"
-        for _ in 0..<5 {
-            let port = try freePort()
+        for _ in 0..<(fixedPort == nil ? 5 : 1) {
+            let port = try fixedPort ?? freePort()
             let directory = try makeDirectory()
             let arguments: [String]
             switch kind {

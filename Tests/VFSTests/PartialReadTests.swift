@@ -41,7 +41,9 @@ struct PartialReadTests {
     @Test(arguments: [1, 2, 3])
     func thePipelineDepthBoundsConcurrentFetches(depth: Int) async throws {
         let remote = InMemoryProvider(configuration: .init(fetchDelay: .milliseconds(100)))
-        for index in 0..<(4 * depth) { _ = try remote.addFile(path: "f\(index)", contents: pattern(300_000, seed: UInt8(index))) }
+        for index in 0..<(4 * depth) {
+            _ = try remote.addFile(path: "f\(index)", contents: pattern(300_000, seed: UInt8(index)))
+        }
         let vfs = try await VFSHarness.make(provider: remote, pipelineDepth: depth)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<(4 * depth) {

@@ -104,8 +104,8 @@ struct ReadSideTests {
         #expect(remote.recorder.count(.fetchContents) == 1)
     }
 
-    @Test func writesAreRefusedWithEROFS() async throws {
-        let vfs = try await VFSHarness.make(provider: try makeRemote())
+    @Test func aReadOnlyMountRefusesWritesWithEROFS() async throws {
+        let vfs = try await VFSHarness.make(provider: try makeRemote(), readOnly: true)
         let file = try await vfs.resolve("docs/readme.txt")
         await #expect(throws: Errno.readOnlyFileSystem) {
             _ = try await vfs.fileSystem.open(inode: file.inode, flags: O_WRONLY, context: vfs.context)

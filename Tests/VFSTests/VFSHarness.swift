@@ -5,6 +5,7 @@ import FuseKit
 import Logging
 import MetadataStore
 import SystemPackage
+import Testing
 import VFS
 
 /// A FileSystem over a given provider with its store and cache in a temporary folder, driven
@@ -16,7 +17,7 @@ struct VFSHarness {
 
     static func make(
         provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5),
-        pipelineDepth: Int = 8, nonMaterializing: Set<String> = []
+        pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false
     ) async throws -> VFSHarness {
         let directory =
             directory
@@ -29,6 +30,7 @@ struct VFSHarness {
         configuration.remoteTimeout = remoteTimeout
         configuration.pipelineDepth = pipelineDepth
         configuration.nonMaterializingProcesses = nonMaterializing
+        configuration.isReadOnly = readOnly
         let fileSystem = try await FileSystem.start(
             provider: provider, store: store, cache: cache, configuration: configuration,
             logger: Logger(label: "vfs-test"))
@@ -83,9 +85,49 @@ struct VFSHarness {
             return bytes
         case .fileRange(let file, let offset, let length):
             var buffer = [UInt8](repeating: 0, count: length)
-            let count = buffer.withUnsafeMutableBytes { pread(file.fileDescriptor, $0.baseAddress, length, off_t(offset)) }
+            let count = buffer.withUnsafeMutableBytes {
+                pread(file.fileDescriptor, $0.baseAddress, length, off_t(offset))
+            }
             guard count == length else { throw Errno(rawValue: errno) }
             return buffer
+        }
+    }
+
+    /// Creates `path` (its parent must exist) with `bytes`, through create/write/release.
+    @discardableResult
+    func writeFile(_ path: String, _ bytes: [UInt8]) async throws -> InodeNumber {
+        let parts = path.split(separator: "/")
+        let parent = try await resolve(parts.dropLast().joined(separator: "/"))
+        let (entry, opened) = try await fileSystem.create(
+            parent: parent.inode, name: Array(parts.last!.utf8), mode: 0o644, flags: O_WRONLY, context: context)
+        try await write(entry.inode, opened.handle, bytes)
+        return entry.inode
+    }
+
+    /// Replaces the contents of an existing file, through open(O_TRUNC)/write/release.
+    func overwrite(_ inode: InodeNumber, _ bytes: [UInt8]) async throws {
+        let opened = try await fileSystem.open(inode: inode, flags: O_WRONLY | O_TRUNC, context: context)
+        try await write(inode, opened.handle, bytes)
+    }
+
+    private func write(_ inode: InodeNumber, _ handle: FuseKit.FileHandle, _ bytes: [UInt8]) async throws {
+        let written = try await fileSystem.write(
+            inode: inode, handle: handle, offset: 0, bytes: bytes, context: context)
+        #expect(written == bytes.count)
+        try await fileSystem.flush(inode: inode, handle: handle, context: context)
+        try await fileSystem.release(inode: inode, handle: handle, flags: 0)
+    }
+
+    /// Waits until the journal is empty (the uploader has sent everything), or fails after `limit`.
+    func waitForUploads(limit: Duration = .seconds(20)) async throws {
+        let deadline = ContinuousClock.now + limit
+        while try await fileSystem.pendingUploads().pending > 0 {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the journal did not empty within \(limit)")
+                return
+            }
+            fileSystem.retryUploadsNow()
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 

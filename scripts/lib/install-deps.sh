@@ -8,11 +8,13 @@
 # python3, which runs the fake WebDAV servers of the tests (Tests/TestServers/*.py);
 # the real WebDAV servers the tests start: Apache (apache2-bin only: the apache2 package would
 # start a system service on port 80; apache2-utils for htpasswd; openssl for the certificates of
-# the TLS tests) and rclone; curl for the benchmarks' baseline.
+# the TLS tests) and rclone; curl for the benchmarks' baseline; the tools the write tests run
+# through the mount (rsync, tar, fio, stress-ng).
 FPFS_APT_PACKAGES=(
     fuse3 libfuse3-dev pkg-config libsqlite3-dev sqlite3 attr
     coreutils findutils util-linux git ca-certificates python3
     apache2-bin apache2-utils openssl rclone curl
+    rsync tar fio stress-ng
 )
 
 # Prints the packages of FPFS_APT_PACKAGES that dpkg does not report as installed.

@@ -1,0 +1,344 @@
+// The journal of local changes (DESIGN §4): every write-type operation saves its result in the
+// item table and, in the same transaction, records what the remote still needs to hear. The
+// uploader reads the journal in order and reports each success or failure back.
+
+import FileProviderKit
+import Foundation
+import GRDB
+
+extension MetadataStore {
+    /// Stores an item made here, journals its creation and, for a file, notes that its content
+    /// lives in the local folder. A new directory is complete: it has no children anywhere yet.
+    @discardableResult
+    public func insertLocalItem(_ item: Item, fields: ItemFields) async throws -> ItemRecord {
+        try await writer.write { db in
+            var item = item
+            item.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
+            let record = try Self.upsert(item, in: db)
+            let sequence = try Self.nextSequence(in: db)
+            try db.execute(
+                sql: "INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 1, ?)",
+                arguments: [Int64(record.inode), sequence, Int64(fields.rawValue)])
+            switch item.kind {
+            case .directory:
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO directory (identifier, isComplete) VALUES (?, 1)",
+                    arguments: [item.identifier.rawValue])
+            case .file:
+                try Self.noteLocalContent(inode: record.inode, in: db)
+            case .symlink:
+                break
+            }
+            return record
+        }
+    }
+
+    /// Saves a local change of a known item and journals the `fields` it changed (merged with what
+    /// is already pending). With `localContent` the item's content now lives in the local folder.
+    @discardableResult
+    public func saveLocalChange(_ item: Item, inode: UInt64, fields: ItemFields, localContent: Bool = false)
+        async throws -> ItemRecord
+    {
+        try await writer.write { db in
+            guard
+                var stored = try ItemRecord.fetchOne(
+                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            else { throw DatabaseError(message: "no item with inode \(inode)") }
+            // The identity (identifier, version) is the remote's to give, never a change's.
+            var changed = item
+            changed.identifier = stored.identifier
+            changed.version = stored.item.version
+            changed.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
+            stored.item = changed
+            try Self.update(changed, inode: inode, in: db)
+            try Self.journal(fields, inode: inode, in: db)
+            if localContent { try Self.noteLocalContent(inode: inode, in: db) }
+            return stored
+        }
+    }
+
+    /// Removes an item from the store. Unless it never reached the remote, its deletion is
+    /// journalled, based on the version the store knew.
+    public func deleteLocally(inode: UInt64) async throws {
+        try await writer.write { db in
+            guard
+                let record = try ItemRecord.fetchOne(
+                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            else { return }
+            let creation = try Bool.fetchOne(
+                db, sql: "SELECT isCreation FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+            if creation != true {
+                let item = record.item
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO pendingDeletion
+                          (identifier, sequence, kind, contentVersion, metadataVersion) VALUES (?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
+                        Data(item.version.content), Data(item.version.metadata),
+                    ])
+            }
+            for sql in [
+                "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
+                "DELETE FROM item WHERE inode = ?",
+            ] {
+                try db.execute(sql: sql, arguments: [Int64(inode)])
+            }
+            try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [record.identifier.rawValue])
+        }
+    }
+
+    /// Everything the remote still needs to hear, in journal order.
+    public func pendingWork() async throws -> [PendingWork] {
+        try await writer.read { db in
+            let changes = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT pendingChange.*, item.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                    """
+            ).map { row in PendingWork.change(try PendingChange(row: row), try ItemRecord(row: row)) }
+            let deletions = try PendingDeletion.fetchAll(db, sql: "SELECT * FROM pendingDeletion")
+                .map(PendingWork.deletion)
+            return (changes + deletions).sorted { $0.sequence < $1.sequence }
+        }
+    }
+
+    /// The pending change of an item, if any.
+    public func pendingChange(inode: UInt64) async throws -> PendingChange? {
+        try await writer.read { db in
+            try PendingChange.fetchOne(
+                db, sql: "SELECT * FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+        }
+    }
+
+    /// How many journal entries wait, and how many of them have failed at least once.
+    public func pendingCounts() async throws -> (pending: Int, failing: Int) {
+        try await writer.read { db in
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) AS pending, COALESCE(SUM(attempts > 0), 0) AS failing FROM
+                    (SELECT attempts FROM pendingChange UNION ALL SELECT attempts FROM pendingDeletion)
+                    """)
+            return (row?["pending"] ?? 0, row?["failing"] ?? 0)
+        }
+    }
+
+    /// Records that `createItem` made the item `remote`: the item takes the remote identifier and
+    /// version (its children and cached content follow the identifier), and the creation is done.
+    /// Other pending fields stay when the item changed again meanwhile (`sequence` moved on).
+    /// Returns false when the item was deleted here meanwhile.
+    public func completeCreation(inode: UInt64, sequence: Int64, remote: Item) async throws -> Bool {
+        try await writer.write { db in
+            guard
+                let record = try ItemRecord.fetchOne(
+                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            else { return false }
+            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: true, in: db)
+            try db.execute(
+                sql: "UPDATE pendingChange SET isCreation = 0, attempts = 0, lastError = NULL WHERE inode = ?",
+                arguments: [Int64(inode)])
+            try Self.finish(inode: inode, sequence: sequence, in: db)
+            return true
+        }
+    }
+
+    /// Records that `modifyItem` succeeded with the item now `remote` on the remote.
+    public func completeModification(inode: UInt64, sequence: Int64, remote: Item) async throws {
+        try await writer.write { db in
+            guard
+                let record = try ItemRecord.fetchOne(
+                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            else { return }
+            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
+            try db.execute(
+                sql: "UPDATE pendingChange SET attempts = 0, lastError = NULL WHERE inode = ?",
+                arguments: [Int64(inode)])
+            try Self.finish(inode: inode, sequence: sequence, in: db)
+        }
+    }
+
+    /// Gives a known item the identifier and version the remote lists it under now (after a
+    /// remote whose identifiers are paths moved its parent).
+    public func reidentify(inode: UInt64, as remote: Item) async throws {
+        try await writer.write { db in
+            guard
+                let record = try ItemRecord.fetchOne(
+                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            else { return }
+            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
+        }
+    }
+
+    /// Turns a pending modification back into a creation: the remote lost the item (deleted it),
+    /// and the local one must not be lost with it.
+    public func recreateLater(inode: UInt64) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "UPDATE pendingChange SET isCreation = 1, sequence = ? WHERE inode = ?",
+                arguments: [try Self.nextSequence(in: db), Int64(inode)])
+        }
+    }
+
+    /// Forgets a pending change whose local side was replaced by the remote's (a conflict).
+    public func discardPendingChange(inode: UInt64) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+        }
+    }
+
+    public func completeDeletion(identifier: ItemIdentifier, sequence: Int64) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "DELETE FROM pendingDeletion WHERE identifier = ? AND sequence = ?",
+                arguments: [identifier.rawValue, sequence])
+        }
+    }
+
+    /// Counts a failed attempt of a journal entry and keeps its message for `fpfs status`.
+    public func recordUploadFailure(of work: PendingWork, message: String) async throws {
+        try await writer.write { db in
+            switch work {
+            case .change(let change, _):
+                try db.execute(
+                    sql: "UPDATE pendingChange SET attempts = attempts + 1, lastError = ? WHERE inode = ?",
+                    arguments: [message, Int64(change.inode)])
+            case .deletion(let deletion):
+                try db.execute(
+                    sql: "UPDATE pendingDeletion SET attempts = attempts + 1, lastError = ? WHERE identifier = ?",
+                    arguments: [message, deletion.identifier.rawValue])
+            }
+        }
+    }
+
+    // MARK: Local content
+
+    /// Notes that the content of `inode` now lives in the local folder.
+    public func markLocalContent(inode: UInt64) async throws {
+        try await writer.write { db in try Self.noteLocalContent(inode: inode, in: db) }
+    }
+
+    /// The items whose content lives in the local folder, and whether each is a conflict copy.
+    public func localContentItems() async throws -> [UInt64: Bool] {
+        try await writer.read { db in
+            var items: [UInt64: Bool] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT inode, isConflictCopy FROM localContent") {
+                items[UInt64(row["inode"] as Int64)] = row["isConflictCopy"]
+            }
+            return items
+        }
+    }
+
+    /// Stores a conflict copy the uploader made on the remote (`remote`), whose content is the
+    /// local file the caller moves into place for the returned inode.
+    public func insertConflictCopy(_ remote: Item) async throws -> ItemRecord {
+        try await writer.write { db in
+            let record = try Self.upsert(remote, in: db)
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO localContent (inode, isConflictCopy) VALUES (?, 1)",
+                arguments: [Int64(record.inode)])
+            return record
+        }
+    }
+
+    /// Replaces a local item with the remote's `remote` (the loser of a conflict): its content
+    /// leaves the local folder and comes from the block cache again.
+    public func replaceWithRemote(inode: UInt64, remote: Item) async throws -> ItemRecord {
+        try await writer.write { db in
+            var item = remote
+            if let record = try ItemRecord.fetchOne(
+                db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            {
+                item.identifier = record.identifier
+                item.parentIdentifier = record.item.parentIdentifier
+                item.filename = record.item.filename
+            }
+            try Self.update(item, inode: inode, in: db)
+            try db.execute(sql: "DELETE FROM localContent WHERE inode = ?", arguments: [Int64(inode)])
+            try db.execute(sql: "DELETE FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+            return ItemRecord(inode: inode, item: item)
+        }
+    }
+
+    /// Forgets the aliases of identifiers replaced during an earlier mount: nothing holds the
+    /// old ones any more.
+    public func forgetIdentifierAliases() async throws {
+        try await writer.write { db in try db.execute(sql: "DELETE FROM identifierAlias") }
+    }
+
+    // MARK: Helpers
+
+    /// The identifier an item has now: a local one the remote has replaced resolves to the
+    /// remote's, so an operation that read a record just before the replacement still works.
+    static func resolve(_ identifier: ItemIdentifier, in db: Database) throws -> String {
+        try String.fetchOne(
+            db, sql: "SELECT remote FROM identifierAlias WHERE local = ?", arguments: [identifier.rawValue])
+            ?? identifier.rawValue
+    }
+
+    private static func nextSequence(in db: Database) throws -> Int64 {
+        guard
+            let sequence = try Int64.fetchOne(
+                db, sql: "UPDATE journalClock SET sequence = sequence + 1 RETURNING sequence")
+        else { throw DatabaseError(message: "the journal clock is missing") }
+        return sequence
+    }
+
+    private static func update(_ item: Item, inode: UInt64, in db: Database) throws {
+        let assignments = ItemRecord.columns.map { "\($0) = ?" }.joined(separator: ", ")
+        var arguments = try item.databaseArguments()
+        arguments += [Int64(inode)]
+        try db.execute(sql: "UPDATE item SET \(assignments) WHERE inode = ?", arguments: arguments)
+    }
+
+    private static func journal(_ fields: ItemFields, inode: UInt64, in db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 0, ?)
+                ON CONFLICT(inode) DO UPDATE SET sequence = excluded.sequence, fields = fields | excluded.fields
+                """, arguments: [Int64(inode), try nextSequence(in: db), Int64(fields.rawValue)])
+    }
+
+    private static func noteLocalContent(inode: UInt64, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR IGNORE INTO localContent (inode, isConflictCopy) VALUES (?, 0)", arguments: [Int64(inode)])
+    }
+
+    /// The item at `inode` takes `remote`'s identifier and version; what pointed at the old
+    /// identifier (children, directory state, cached content) follows. With `alias`, the old (local)
+    /// identifier keeps resolving to the new one for operations under way.
+    private static func takeRemoteIdentity(
+        of remote: Item, replacing old: ItemIdentifier, inode: UInt64, alias: Bool, in db: Database
+    ) throws {
+        // A row still holding the remote identifier is stale: the remote says it is this item now.
+        try db.execute(
+            sql: "DELETE FROM item WHERE identifier = ? AND inode != ?",
+            arguments: [remote.identifier.rawValue, Int64(inode)])
+        try db.execute(
+            sql: "UPDATE item SET identifier = ?, contentVersion = ?, metadataVersion = ? WHERE inode = ?",
+            arguments: [
+                remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), Int64(inode),
+            ])
+        guard remote.identifier != old else { return }
+        if alias {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)",
+                arguments: [old.rawValue, remote.identifier.rawValue])
+        }
+        try db.execute(
+            sql: "UPDATE item SET parentIdentifier = ? WHERE parentIdentifier = ?",
+            arguments: [remote.identifier.rawValue, old.rawValue])
+        for table in ["directory", "content"] {
+            try db.execute(
+                sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?",
+                arguments: [remote.identifier.rawValue, old.rawValue])
+        }
+    }
+
+    /// Ends a journal entry that was uploaded as of `sequence`; a row that moved on stays.
+    private static func finish(inode: UInt64, sequence: Int64, in db: Database) throws {
+        try db.execute(
+            sql: "DELETE FROM pendingChange WHERE inode = ? AND sequence = ?", arguments: [Int64(inode), sequence])
+    }
+}

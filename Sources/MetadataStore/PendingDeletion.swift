@@ -1,0 +1,27 @@
+import FileProviderKit
+import Foundation
+import GRDB
+
+/// A deletion the remote has not seen yet. The item is gone from the store, so the row keeps what
+/// `deleteItem` needs: the remote identifier and the version the deletion was based on.
+public struct PendingDeletion: Sendable, Hashable {
+    public var identifier: ItemIdentifier
+    public var sequence: Int64
+    public var kind: ItemKind
+    public var baseVersion: ItemVersion
+    public var attempts: Int
+    public var lastError: String?
+}
+
+extension PendingDeletion: FetchableRecord {
+    public init(row: Row) throws {
+        let kindRaw: UInt8 = row["kind"]
+        self.identifier = ItemIdentifier(row["identifier"] as String)
+        self.sequence = row["sequence"]
+        self.kind = ItemKind(rawValue: kindRaw) ?? .file
+        self.baseVersion = ItemVersion(
+            content: Array(row["contentVersion"] as Data), metadata: Array(row["metadataVersion"] as Data))
+        self.attempts = row["attempts"]
+        self.lastError = row["lastError"]
+    }
+}

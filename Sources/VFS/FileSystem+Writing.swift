@@ -1,0 +1,393 @@
+// The write side (DESIGN §4): every operation changes the store and the local folder, journals
+// what the remote must hear in the same transaction, and answers at once; the Uploader replays
+// the journal in the background. Nothing here waits for the remote, except where the bytes or the
+// names a change needs are not local yet (opening a cloud file for writing, a directory never
+// listed).
+
+import BlockCache
+import FileProviderKit
+import FuseKit
+import MetadataStore
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension FileSystem {
+    // MARK: Making items
+
+    public func create(parent: InodeNumber, name: [UInt8], mode: UInt32, flags: Int32, context: RequestContext)
+        async throws -> (Entry, OpenReply)
+    {
+        try await answering {
+            let record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode)
+            let local = try await self.localFiles.open(record.inode)
+            self.localFiles.beginWriting(record.inode)
+            let readAhead = ReadAheadWindow(
+                blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
+            let handle = self.openFiles.insert(
+                OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true))
+            return (self.entry(for: record), OpenReply(handle: FileHandle(handle), keepCache: true))
+        }
+    }
+
+    public func mknod(parent: InodeNumber, name: [UInt8], mode: UInt32, device: UInt64, context: RequestContext)
+        async throws -> Entry
+    {
+        try await answering {
+            // Remotes hold files, folders and links; no devices, pipes or sockets.
+            guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) else { throw Errno.notPermitted }
+            let record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode)
+            _ = try await self.localFiles.open(record.inode)
+            self.uploader.wake()
+            return self.entry(for: record)
+        }
+    }
+
+    public func mkdir(parent: InodeNumber, name: [UInt8], mode: UInt32, context: RequestContext) async throws -> Entry {
+        try await answering {
+            let record = try await self.makeItem(in: parent, named: name, kind: .directory, mode: mode)
+            self.uploader.wake()
+            return self.entry(for: record)
+        }
+    }
+
+    public func symlink(target: [UInt8], parent: InodeNumber, name: [UInt8], context: RequestContext) async throws
+        -> Entry
+    {
+        try await answering {
+            try self.refuseIfReadOnly()
+            let features = (self.provider as? any FeatureDescribing)?.features ?? .all
+            guard features.contains(.symlinks) else {
+                self.logger.notice("refused a symlink: the remote cannot hold symlinks")
+                throw Errno.notSupported
+            }
+            let record = try await self.makeItem(in: parent, named: name, kind: .symlink, mode: 0o777, target: target)
+            self.uploader.wake()
+            return self.entry(for: record)
+        }
+    }
+
+    /// Hard links have no remote counterpart.
+    public func link(inode: InodeNumber, newParent: InodeNumber, newName: [UInt8], context: RequestContext)
+        async throws -> Entry
+    {
+        try await answering {
+            try self.refuseIfReadOnly()
+            throw Errno.notPermitted
+        }
+    }
+
+    /// Stores a new item `name` in `parent` under a local identifier and journals its creation.
+    private func makeItem(
+        in parent: InodeNumber, named name: [UInt8], kind: ItemKind, mode: UInt32, target: [UInt8]? = nil
+    ) async throws -> ItemRecord {
+        try refuseIfReadOnly()
+        let directory = try await directory(parent)
+        let filename = try Self.validName(name)
+        try await lister.ensureListed(directory.identifier)
+        if try await store.child(of: directory.identifier, named: filename) != nil { throw Errno.fileExists }
+        let now = Timestamp.now
+        let item = Item(
+            identifier: .makeLocal(), parentIdentifier: directory.identifier, filename: filename, kind: kind,
+            size: UInt64(target?.count ?? 0), creationDate: now, contentModificationDate: now,
+            permissions: UInt16(mode & 0o7777), version: ItemVersion(content: [], metadata: []),
+            symlinkTarget: target)
+        var fields: ItemFields = [.filename, .parentIdentifier, .contentModificationDate, .permissions]
+        switch kind {
+        case .file: fields.insert(.contents)
+        case .symlink: fields.insert(.symlinkTarget)
+        case .directory: break
+        }
+        let record = try await store.insertLocalItem(item, fields: fields)
+        nodes.remember(record, addingLookup: true)
+        return record
+    }
+
+    // MARK: Contents
+
+    /// Opens `record` for writing (or with O_TRUNC): its content becomes local first — empty when
+    /// truncated, else the whole remote content, fetched under the process gate.
+    func openForWriting(_ record: ItemRecord, flags: Int32, readAhead: ReadAheadWindow, context: RequestContext)
+        async throws -> OpenFile
+    {
+        try refuseIfReadOnly()
+        let truncating = flags & O_TRUNC != 0
+        let local = try await makeLocal(record, keepingBytes: !truncating, context: context)
+        if truncating, try await local.size() > 0 {
+            try await local.truncate(to: 0)
+            try await saveChange(of: record.inode, fields: [.contents, .contentModificationDate]) {
+                $0.size = 0
+                $0.contentModificationDate = .now
+            }
+        }
+        let isWritable = flags & O_ACCMODE != O_RDONLY
+        if isWritable { localFiles.beginWriting(record.inode) }
+        return OpenFile(record: record, readAhead: readAhead, local: local, isWritable: isWritable)
+    }
+
+    /// The local content of a file, made from the remote content (all of it fetched first) unless
+    /// `keepingBytes` is false, when it starts empty.
+    private func makeLocal(_ record: ItemRecord, keepingBytes: Bool, context: RequestContext) async throws
+        -> LocalFile
+    {
+        let inode = record.inode
+        if localFiles.hasContent(inode) { return try await localFiles.open(inode) }
+        let item = record.item
+        if keepingBytes && item.size > 0 {
+            let content = try await cache.content(
+                for: item.identifier, contentVersion: item.version.content, size: item.size)
+            if !content.isComplete {
+                if let blocked = gate.blockedName(of: context.pid) {
+                    gate.recordRefusal(of: blocked)
+                    throw Errno.deadlock
+                }
+                try await fetcher.ensurePresent(
+                    0..<item.size, of: content, version: item.version, name: item.filename.description)
+            }
+            try await localFiles.adopt(inode, copying: content.fileDescriptor, size: item.size)
+        }
+        let local = try await localFiles.open(inode)
+        try await store.markLocalContent(inode: inode)
+        return local
+    }
+
+    public func write(
+        inode: InodeNumber, handle: FileHandle, offset: UInt64, bytes: [UInt8], context: RequestContext
+    ) async throws -> Int {
+        try await answering {
+            guard let file = self.openFiles[handle.rawValue], file.isWritable, let local = file.local else {
+                throw Errno.badFileDescriptor
+            }
+            try await local.write(bytes, at: offset)
+            let end = offset + UInt64(bytes.count)
+            let first = file.noteWrite()
+            let record = try await self.changeInMemory(inode) { item in
+                item.size = max(item.size, end)
+                item.contentModificationDate = .now
+            }
+            // Journalled at the first write already, so a crash before close still leaves the
+            // item marked as changed; the size is saved again when the handle is flushed.
+            if first {
+                try await self.store.saveLocalChange(
+                    record.item, inode: record.inode, fields: [.contents, .contentModificationDate])
+            }
+            return bytes.count
+        }
+    }
+
+    /// Saves what a handle's writes changed (size, time) in the store, and lets the uploader know.
+    func saveWrites(of file: OpenFile, inode: InodeNumber) async throws {
+        guard file.takeUnsavedWrites() else { return }
+        let record = try await record(inode)
+        try await store.saveLocalChange(
+            record.item, inode: record.inode, fields: [.contents, .contentModificationDate])
+    }
+
+    public func fsync(inode: InodeNumber, handle: FileHandle, dataOnly: Bool, context: RequestContext) async throws {
+        try await answering {
+            guard let file = self.openFiles[handle.rawValue] else { throw Errno.badFileDescriptor }
+            try await file.local?.synchronize()
+            try await self.saveWrites(of: file, inode: inode)
+        }
+    }
+
+    public func fallocate(
+        inode: InodeNumber, handle: FileHandle, mode: Int32, offset: UInt64, length: UInt64, context: RequestContext
+    ) async throws {
+        try await answering {
+            guard mode == 0 else { throw Errno.notSupported }
+            guard let file = self.openFiles[handle.rawValue], file.isWritable, let local = file.local else {
+                throw Errno.badFileDescriptor
+            }
+            try await local.allocate(offset..<offset + length)
+            let size = try await local.size()
+            try await self.saveChange(of: inode.rawValue, fields: [.contents]) { $0.size = size }
+        }
+    }
+
+    // MARK: Attributes
+
+    public func setattr(inode: InodeNumber, changes: AttributeChanges, handle: FileHandle?, context: RequestContext)
+        async throws -> AttributesReply
+    {
+        try await answering {
+            try self.refuseIfReadOnly()
+            var record = try await self.record(inode)
+            var fields: ItemFields = []
+            if let size = changes.size {
+                guard record.item.kind == .file else { throw Errno.isDirectory }
+                let local =
+                    if let handle, let open = self.openFiles[handle.rawValue]?.local { open } else {
+                        try await self.makeLocal(record, keepingBytes: size > 0, context: context)
+                    }
+                try await local.truncate(to: size)
+                fields.formUnion([.contents, .contentModificationDate])
+            }
+            let permissions = changes.permissions.map { $0 & 0o7777 }
+            if permissions != nil { fields.insert(.permissions) }
+            let modified: Timestamp? =
+                switch changes.modificationTime {
+                case nil: nil
+                case .now: .now
+                case .time(let time): Timestamp(seconds: time.seconds, nanoseconds: time.nanoseconds)
+                }
+            if modified != nil { fields.insert(.contentModificationDate) }
+            // Owners: remotes have none; every item shows the mounting user (DECISIONS). Access
+            // times are not kept.
+            if !fields.isEmpty {
+                record = try await self.saveChange(of: record.inode, fields: fields) { item in
+                    if let size = changes.size {
+                        item.size = size
+                        item.contentModificationDate = .now
+                    }
+                    if let permissions { item.permissions = permissions }
+                    if let modified { item.contentModificationDate = modified }
+                }
+            }
+            return AttributesReply(
+                attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)
+        }
+    }
+
+    /// Applies `change` to the current item at `inode`, saves it with its journal entry and wakes
+    /// the uploader.
+    @discardableResult
+    private func saveChange(of inode: UInt64, fields: ItemFields, _ change: (inout Item) -> Void) async throws
+        -> ItemRecord
+    {
+        let record = try await changeInMemory(InodeNumber(inode), change)
+        let saved = try await store.saveLocalChange(
+            record.item, inode: inode, fields: fields, localContent: localFiles.hasContent(inode))
+        uploader.wake()
+        return saved
+    }
+
+    /// Applies `change` to the item at `inode` where getattr reads it: in the node table, atomically,
+    /// while the kernel holds the inode; otherwise to a copy of the store's record, which the
+    /// caller saves.
+    private func changeInMemory(_ inode: InodeNumber, _ change: (inout Item) -> Void) async throws -> ItemRecord {
+        if let updated = nodes.update(inode, change) { return updated }
+        var record = try await record(inode)
+        change(&record.item)
+        return record
+    }
+
+    // MARK: Names
+
+    public func unlink(parent: InodeNumber, name: [UInt8], context: RequestContext) async throws {
+        try await answering {
+            let child = try await self.existingChild(of: parent, named: name)
+            guard child.item.kind != .directory else { throw Errno.isDirectory }
+            try await self.remove(child)
+        }
+    }
+
+    public func rmdir(parent: InodeNumber, name: [UInt8], context: RequestContext) async throws {
+        try await answering {
+            let child = try await self.existingChild(of: parent, named: name)
+            guard child.item.kind == .directory else { throw Errno.notDirectory }
+            try await self.remove(child)
+        }
+    }
+
+    public func rename(
+        parent: InodeNumber, name: [UInt8], newParent: InodeNumber, newName: [UInt8], flags: UInt32,
+        context: RequestContext
+    ) async throws {
+        try await answering {
+            // RENAME_EXCHANGE has no remote counterpart; RENAME_NOREPLACE is honoured below.
+            guard flags & ~Self.renameNoReplace == 0 else { throw Errno.invalidArgument }
+            let source = try await self.existingChild(of: parent, named: name)
+            let target = try await self.directory(newParent)
+            let filename = try Self.validName(newName)
+            try await self.lister.ensureListed(target.identifier)
+            if let existing = try await self.store.child(of: target.identifier, named: filename) {
+                guard existing.inode != source.inode else { return }
+                guard flags & Self.renameNoReplace == 0 else { throw Errno.fileExists }
+                switch (source.item.kind == .directory, existing.item.kind == .directory) {
+                case (true, false): throw Errno.notDirectory
+                case (false, true): throw Errno.isDirectory
+                default: try await self.remove(existing)
+                }
+            }
+            var fields: ItemFields = []
+            if source.item.filename != filename { fields.insert(.filename) }
+            if source.item.parentIdentifier != target.identifier { fields.insert(.parentIdentifier) }
+            try await self.saveChange(of: source.inode, fields: fields) { item in
+                item.filename = filename
+                item.parentIdentifier = target.identifier
+            }
+        }
+    }
+
+    /// The child `name` of the directory `parent`, listed first if need be.
+    private func existingChild(of parent: InodeNumber, named name: [UInt8]) async throws -> ItemRecord {
+        try refuseIfReadOnly()
+        let directory = try await directory(parent)
+        let filename = try Self.validName(name)
+        try await lister.ensureListed(directory.identifier)
+        guard let child = try await store.child(of: directory.identifier, named: filename) else {
+            throw Errno.noSuchFileOrDirectory
+        }
+        return child
+    }
+
+    /// Removes an item (an empty directory only) and journals its deletion.
+    private func remove(_ record: ItemRecord) async throws {
+        if record.item.kind == .directory {
+            try await lister.ensureListed(record.identifier)
+            guard try await store.children(of: record.identifier).isEmpty else { throw Errno.directoryNotEmpty }
+        }
+        try await store.deleteLocally(inode: record.inode)
+        localFiles.remove(record.inode)
+        uploader.wake()
+    }
+
+    // MARK: Extended attributes
+
+    /// User attributes are not kept yet; `user.fpfs.*` are the engine's and read-only.
+    public func setxattr(inode: InodeNumber, name: String, value: [UInt8], flags: Int32, context: RequestContext)
+        async throws
+    {
+        try await answering {
+            try self.refuseIfReadOnly()
+            throw Errno.notSupported
+        }
+    }
+
+    public func removexattr(inode: InodeNumber, name: String, context: RequestContext) async throws {
+        try await answering {
+            try self.refuseIfReadOnly()
+            throw Errno.notSupported
+        }
+    }
+
+    // MARK: The uploader
+
+    /// Lets the engine correct the kernel's caches after changes it did not ask for (conflicts).
+    public func attach(_ notifier: FuseNotifier) { uploader.kernel.attach(notifier) }
+
+    /// Journal entries not yet on the remote, and how many of them have failed at least once.
+    public func pendingUploads() async throws -> (pending: Int, failing: Int) { try await store.pendingCounts() }
+
+    /// Retries every waiting journal entry now.
+    public func retryUploadsNow() { uploader.retryNow() }
+
+    // MARK: Helpers
+
+    /// renameat2's RENAME_NOREPLACE (linux/fs.h), which Glibc's module does not export.
+    private static let renameNoReplace: UInt32 = 1 << 0
+
+    func refuseIfReadOnly() throws {
+        if configuration.isReadOnly { throw Errno.readOnlyFileSystem }
+    }
+
+    private static func validName(_ name: [UInt8]) throws -> Filename {
+        guard name.count <= Filename.maximumLength else { throw Errno.fileNameTooLong }
+        let filename = Filename(bytes: name)
+        guard filename.isValid else { throw Errno.invalidArgument }
+        return filename
+    }
+}

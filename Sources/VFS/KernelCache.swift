@@ -1,0 +1,34 @@
+import FuseKit
+import Logging
+import Synchronization
+
+/// Tells the kernel when something it caches changed behind its back (a conflict replaced a
+/// file's bytes, the uploader renamed an item). Before a session is attached (in-process tests)
+/// there is no kernel cache to correct, and the calls do nothing.
+///
+/// Callers are tasks of their own (the uploader), never a FUSE operation on a related inode
+/// (see FuseNotifier).
+final class KernelCache: Sendable {
+    private let notifier = Mutex<FuseNotifier?>(nil)
+    private let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    func attach(_ notifier: FuseNotifier) { self.notifier.withLock { $0 = notifier } }
+
+    /// Drops the cached pages and attributes of `inode`.
+    func invalidateContent(of inode: InodeNumber) async {
+        guard let notifier = notifier.withLock({ $0 }) else { return }
+        do { try await notifier.invalidateInode(inode) } catch {
+            logger.warning("could not invalidate the kernel's pages of inode \(inode.rawValue): \(error)")
+        }
+    }
+
+    /// Drops the cached name `name` in `parent`.
+    func invalidateEntry(parent: InodeNumber, name: [UInt8]) async {
+        guard let notifier = notifier.withLock({ $0 }) else { return }
+        do { try await notifier.invalidateEntry(parent: parent, name: name) } catch {
+            logger.warning("could not invalidate a kernel entry in inode \(parent.rawValue): \(error)")
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import FileProviderKit
+import Foundation
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The folder of whole local contents (DESIGN §4): a file written here keeps all its bytes in
+/// `local/INODE` — named by inode, which never changes, so a new item's file stays put when the
+/// remote gives it an identifier. The uploader sends snapshots of these files (`uploads/`), so
+/// that writes during an upload do not change what is being sent.
+///
+/// It also counts the handles open for writing, so that the uploader waits for the last close.
+final class LocalFileFolder: Sendable {
+    let directory: FilePath
+    let uploads: FilePath
+
+    /// Guards the inodes with local content, which of them are conflict copies, and the count of
+    /// writers of each.
+    private struct State {
+        var items: Set<UInt64>
+        var conflictCopies: Set<UInt64>
+        var writers: [UInt64: Int] = [:]
+    }
+    private let state: Mutex<State>
+
+    /// Opens the folder under `root` for the items the store says have local content, removing
+    /// files the store does not know and snapshots left by an interrupted upload.
+    init(root: FilePath, items: [UInt64: Bool]) throws {
+        self.directory = root.appending("local")
+        self.uploads = root.appending("uploads")
+        self.state = Mutex(State(items: Set(items.keys), conflictCopies: Set(items.filter(\.value).keys)))
+        for folder in [directory, uploads] {
+            try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+        }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.string)) ?? []
+        where UInt64(name).map({ items[$0] == nil }) ?? true {
+            try? FileManager.default.removeItem(atPath: directory.appending(name).string)
+        }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: uploads.string)) ?? [] {
+            try? FileManager.default.removeItem(atPath: uploads.appending(name).string)
+        }
+    }
+
+    func path(of inode: UInt64) -> FilePath { directory.appending(String(inode)) }
+
+    func hasContent(_ inode: UInt64) -> Bool { state.withLock { $0.items.contains(inode) } }
+
+    func isConflictCopy(_ inode: UInt64) -> Bool { state.withLock { $0.conflictCopies.contains(inode) } }
+
+    /// Opens the local content of `inode` for reading and writing; a missing file (an item
+    /// created just before a crash) is created empty.
+    func open(_ inode: UInt64) async throws -> LocalFile {
+        let path = path(of: inode)
+        let descriptor = try await BlockingIO.run {
+            try FileDescriptor.open(
+                path, .readWrite, options: [.create, .closeOnExec], permissions: [.ownerReadWrite])
+        }
+        state.withLock { _ = $0.items.insert(inode) }
+        return LocalFile(descriptor: descriptor)
+    }
+
+    /// Makes `source` (the complete cached content) the local content of `inode`. The copy is
+    /// written beside and renamed into place, so a crash leaves the old state or the new.
+    func adopt(_ inode: UInt64, copying source: FileDescriptor, size: UInt64) async throws {
+        let path = path(of: inode)
+        let partial = directory.appending("\(inode).partial")
+        try await BlockingIO.run {
+            let target = try FileDescriptor.open(
+                partial, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
+            defer { try? target.close() }
+            try Self.copy(from: source, to: target, size: size)
+            guard rename(partial.string, path.string) == 0 else { throw Errno(rawValue: errno) }
+        }
+        state.withLock { _ = $0.items.insert(inode) }
+    }
+
+    /// Takes a conflict copy's snapshot, already uploaded, as the content of its new item `inode`.
+    func adoptConflictCopy(_ inode: UInt64, moving file: FilePath) async throws {
+        let path = path(of: inode)
+        try await BlockingIO.run {
+            guard rename(file.string, path.string) == 0 else { throw Errno(rawValue: errno) }
+        }
+        state.withLock { state in
+            state.items.insert(inode)
+            state.conflictCopies.insert(inode)
+        }
+    }
+
+    /// Deletes the local content of `inode` (the item is gone, or the remote's version replaced it).
+    /// Open handles keep their descriptors.
+    func remove(_ inode: UInt64) {
+        state.withLock { state in
+            state.items.remove(inode)
+            state.conflictCopies.remove(inode)
+        }
+        unlink(path(of: inode).string)
+    }
+
+    /// Copies the local content of `inode` as it is now into a snapshot for an upload, and returns
+    /// its path; the caller deletes it when the upload ends.
+    func snapshot(_ inode: UInt64, tag: Int64) async throws -> FilePath {
+        let source = path(of: inode)
+        let snapshot = uploads.appending("\(inode)-\(tag)")
+        try await BlockingIO.run {
+            let input = try FileDescriptor.open(source, .readOnly, options: [.closeOnExec])
+            defer { try? input.close() }
+            let output = try FileDescriptor.open(
+                snapshot, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
+            defer { try? output.close() }
+            let size = try input.seek(offset: 0, from: .end)
+            try Self.copy(from: input, to: output, size: UInt64(size))
+        }
+        return snapshot
+    }
+
+    // MARK: Writers
+
+    func beginWriting(_ inode: UInt64) { state.withLock { $0.writers[inode, default: 0] += 1 } }
+
+    func endWriting(_ inode: UInt64) {
+        state.withLock { state in
+            let left = (state.writers[inode] ?? 1) - 1
+            state.writers[inode] = left > 0 ? left : nil
+        }
+    }
+
+    func isOpenForWriting(_ inode: UInt64) -> Bool { state.withLock { $0.writers[inode] != nil } }
+
+    /// Copies `size` bytes from the start of `source` to the start of `target`, and fsyncs it.
+    private static func copy(from source: FileDescriptor, to target: FileDescriptor, size: UInt64) throws {
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: UInt64 = 0
+        while offset < size {
+            let wanted = Int(min(size - offset, UInt64(buffer.count)))
+            let count = try buffer.withUnsafeMutableBytes {
+                try source.read(
+                    fromAbsoluteOffset: Int64(offset), into: UnsafeMutableRawBufferPointer(rebasing: $0[..<wanted]))
+            }
+            guard count > 0 else { throw Errno(rawValue: EIO) }
+            _ = try buffer.withUnsafeBytes {
+                try target.writeAll(toAbsoluteOffset: Int64(offset), UnsafeRawBufferPointer(rebasing: $0[..<count]))
+            }
+            offset += UInt64(count)
+        }
+        guard fsync(target.rawValue) == 0 else { throw Errno(rawValue: errno) }
+    }
+}

@@ -1,0 +1,383 @@
+import FileProviderKit
+import Foundation
+import FuseKit
+import Logging
+import MetadataStore
+import Synchronization
+import SystemPackage
+
+/// Replays the journal to the remote (DESIGN §4).
+///
+/// It reads the pending entries in journal order and starts those that may run, up to the upload
+/// depth at once: a change waits while its file is open for writing, while its parent has no
+/// remote identifier yet, and behind any earlier rename or deletion; a rename or deletion waits
+/// for everything before it. So creations and edits of different items go in parallel, while
+/// whatever frees or takes a name keeps its order.
+///
+/// A failed entry stays in the journal and is retried with backoff: soon while the remote is
+/// unreachable or busy, rarely when the remote refused it, at once after `retryNow`. Nothing is
+/// ever overwritten on the remote: a changed remote version makes the local content a conflict
+/// copy beside the remote's, and a taken name makes the local item take a conflict name.
+final class Uploader: Sendable {
+    /// What `user.fpfs.state` says of an item the uploader is busy with.
+    enum ItemState: String, Sendable {
+        case uploading
+        case error
+    }
+
+    private enum Key: Hashable {
+        case item(UInt64)
+        case deletion(ItemIdentifier)
+    }
+
+    private let provider: any FileProvider
+    private let store: MetadataStore
+    private let localFiles: LocalFileFolder
+    private let nodes: NodeTable
+    let kernel: KernelCache
+    private let depth: Int
+    private let logger: Logger
+    private let signal = WakeSignal()
+
+    /// Guards the entries in flight, the retry times and the items that last failed for good.
+    private struct State {
+        var inFlight: Set<Key> = []
+        /// Counts ended sends. A snapshot of the journal read before a send ended still shows that
+        /// entry as it was (a creation that is done now), so entries ended after the snapshot's
+        /// count are skipped until the next snapshot.
+        var ended: UInt64 = 0
+        var endedAt: [Key: UInt64] = [:]
+        var retryAt: [Key: ContinuousClock.Instant] = [:]
+        var refused: Set<UInt64> = []
+        var loop: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    init(
+        provider: any FileProvider, store: MetadataStore, localFiles: LocalFileFolder, nodes: NodeTable,
+        configuration: VFSConfiguration, logger: Logger
+    ) {
+        self.provider = provider
+        self.store = store
+        self.localFiles = localFiles
+        self.nodes = nodes
+        self.kernel = KernelCache(logger: logger)
+        self.depth = configuration.uploadDepth
+        self.logger = logger
+    }
+
+    func start() {
+        state.withLock { state in
+            guard state.loop == nil else { return }
+            state.loop = Task { await self.run() }
+        }
+    }
+
+    /// Stops sending; what was not sent stays in the journal for the next mount.
+    func stop() async {
+        let loop = state.withLock { $0.loop }
+        loop?.cancel()
+        await loop?.value
+    }
+
+    /// Something was journalled or an upload ended: look at the journal again.
+    func wake() { signal.signal() }
+
+    /// Retries every waiting entry now (`fpfs sync`).
+    func retryNow() {
+        state.withLock { $0.retryAt.removeAll() }
+        signal.signal()
+    }
+
+    func state(of inode: UInt64) -> ItemState? {
+        state.withLock { state in
+            if state.inFlight.contains(.item(inode)) { return .uploading }
+            return state.refused.contains(inode) ? .error : nil
+        }
+    }
+
+    // MARK: The loop
+
+    private func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            while !Task.isCancelled {
+                let snapshot = state.withLock { $0.ended }
+                let work: [PendingWork]
+                do {
+                    work = try await store.pendingWork()
+                } catch {
+                    logger.error("cannot read the journal: \(error)")
+                    work = []
+                }
+                for entry in runnable(work, readAfter: snapshot) {
+                    group.addTask {
+                        await self.perform(entry)
+                        self.state.withLock { state in
+                            let key = Self.key(of: entry)
+                            state.inFlight.remove(key)
+                            state.ended += 1
+                            state.endedAt[key] = state.ended
+                        }
+                        self.signal.signal()
+                    }
+                }
+                await signal.wait(timeout: nextRetryDelay())
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// The entries to start now, marked in flight. `readAfter` is the count of ended sends when
+    /// the journal was read.
+    private func runnable(_ work: [PendingWork], readAfter snapshot: UInt64) -> [PendingWork] {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            var chosen: [PendingWork] = []
+            var earlierPending = false
+            var earlierBarrier = false
+            // Sends that ended before the read are in this snapshot already.
+            state.endedAt = state.endedAt.filter { $0.value > snapshot }
+            for entry in work {
+                let key = Self.key(of: entry)
+                if state.endedAt[key] != nil { continue }
+                let barrier = Self.isBarrier(entry)
+                defer {
+                    earlierPending = true
+                    if barrier { earlierBarrier = true }
+                }
+                guard state.inFlight.count < depth else { break }
+                if barrier ? earlierPending : earlierBarrier { continue }
+                if state.inFlight.contains(key) { continue }
+                if let time = state.retryAt[key], time > now { continue }
+                if case .change(_, let record) = entry {
+                    if record.item.parentIdentifier.isLocal || localFiles.isOpenForWriting(record.inode) { continue }
+                }
+                state.inFlight.insert(key)
+                chosen.append(entry)
+            }
+            return chosen
+        }
+    }
+
+    private func nextRetryDelay() -> Duration {
+        let now = ContinuousClock.now
+        let next = state.withLock { $0.retryAt.values.filter { $0 > now }.min() }
+        return next.map { max($0 - now, .milliseconds(10)) } ?? .seconds(30)
+    }
+
+    private static func key(of entry: PendingWork) -> Key {
+        switch entry {
+        case .change(let change, _): .item(change.inode)
+        case .deletion(let deletion): .deletion(deletion.identifier)
+        }
+    }
+
+    /// Renames, moves and deletions free or take names: they keep their place in the order.
+    private static func isBarrier(_ entry: PendingWork) -> Bool {
+        switch entry {
+        case .deletion: true
+        case .change(let change, _):
+            !change.isCreation && !change.fields.isDisjoint(with: [.filename, .parentIdentifier])
+        }
+    }
+
+    // MARK: Performing entries
+
+    private func perform(_ entry: PendingWork) async {
+        do {
+            switch entry {
+            case .change(let change, let record): try await send(change, of: record)
+            case .deletion(let deletion): try await send(deletion)
+            }
+            state.withLock { state in
+                state.retryAt[Self.key(of: entry)] = nil
+                if case .change(let change, _) = entry { state.refused.remove(change.inode) }
+            }
+        } catch is CancellationError {
+            return
+        } catch {
+            await recordFailure(of: entry, error: error)
+        }
+    }
+
+    private func send(_ change: PendingChange, of record: ItemRecord) async throws {
+        var item = record.item
+        var snapshot: FilePath?
+        defer { if let snapshot { unlink(snapshot.string) } }
+        if item.kind == .file, change.isCreation || change.fields.contains(.contents) {
+            let copy: FilePath
+            do {
+                copy = try await localFiles.snapshot(record.inode, tag: change.sequence)
+            } catch Errno.noSuchFileOrDirectory {
+                // Deleted here since the journal was read: nothing to send.
+                if try await store.record(inode: record.inode) == nil { return }
+                throw Errno.noSuchFileOrDirectory
+            }
+            snapshot = copy
+            item.size = try FileManager.default.attributesOfItem(atPath: copy.string)[.size] as? UInt64 ?? item.size
+        }
+        let contents = snapshot.map { URL(fileURLWithPath: $0.string) }
+        if change.isCreation {
+            try await create(item, change: change, inode: record.inode, contents: contents)
+            return
+        }
+        do {
+            let remote = try await provider.modifyItem(
+                item, baseVersion: record.item.version, changedFields: change.fields, contents: contents,
+                options: change.attempts > 0 ? [.mayAlreadyExist] : [])
+            try await store.completeModification(inode: record.inode, sequence: change.sequence, remote: remote)
+            nodes.replaceIdentifier(record.identifier, with: remote, inode: InodeNumber(record.inode))
+            if item.kind == .directory, remote.identifier != record.identifier {
+                try await reidentifyChildren(of: remote.identifier)
+            }
+        } catch ProviderError.conflict {
+            guard let contents else { throw ProviderError.conflict(remote: nil) }
+            try await keepBoth(record, localContents: contents, snapshot: &snapshot)
+        } catch ProviderError.noSuchItem {
+            // Deleted on the remote while changed here: the local item is kept and created anew.
+            logger.notice("\(item.filename) was deleted on the remote while changed here; creating it again")
+            try await store.recreateLater(inode: record.inode)
+        } catch ProviderError.filenameCollision {
+            try await takeConflictName(record)
+        }
+    }
+
+    private func create(_ item: Item, change: PendingChange, inode: UInt64, contents: URL?) async throws {
+        let remote: Item
+        do {
+            remote = try await provider.createItem(
+                basedOn: item, fields: change.fields, contents: contents,
+                options: change.attempts > 0 ? [.mayAlreadyExist] : [])
+        } catch ProviderError.filenameCollision {
+            guard let record = try await store.record(inode: inode) else { return }
+            try await takeConflictName(record)
+            return
+        }
+        if try await store.completeCreation(inode: inode, sequence: change.sequence, remote: remote) {
+            nodes.replaceIdentifier(item.identifier, with: remote, inode: InodeNumber(inode))
+        } else {
+            // Deleted here while it was being created: the remote must not keep it.
+            try await provider.deleteItem(identifier: remote.identifier, baseVersion: nil, options: [.recursive])
+        }
+    }
+
+    /// A remote whose identifiers are paths gave a moved folder a new identifier, and so every item
+    /// below it: the known ones learn theirs from a listing of the folder, by name, keeping their
+    /// inodes (a remote with stable identifiers lists the same ones, and nothing changes).
+    private func reidentifyChildren(of directory: ItemIdentifier) async throws {
+        let known = try await store.children(of: directory).filter { !$0.identifier.isLocal }
+        guard !known.isEmpty else { return }
+        var listed: [Filename: Item] = [:]
+        let enumerator = try await provider.enumerator(for: directory)
+        var page = EnumerationPage.initial
+        while true {
+            let result = try await enumerator.enumerateItems(startingAt: page, suggestedPageSize: 1000)
+            for item in result.items { listed[item.filename] = item }
+            guard let next = result.nextPage else { break }
+            page = next
+        }
+        for child in known {
+            guard var remote = listed[child.item.filename], remote.identifier != child.identifier else { continue }
+            remote.parentIdentifier = directory
+            try await store.reidentify(inode: child.inode, as: remote)
+            nodes.replaceIdentifier(child.identifier, with: remote, inode: InodeNumber(child.inode))
+            if child.item.kind == .directory { try await reidentifyChildren(of: remote.identifier) }
+        }
+    }
+
+    /// The remote changed the file since the local edit began: the local content goes up as a
+    /// conflict copy beside it, and the original takes the remote's version. Nothing is lost.
+    private func keepBoth(_ record: ItemRecord, localContents: URL, snapshot: inout FilePath?) async throws {
+        var copy = record.item
+        copy.filename = ConflictName.make(for: record.item.filename)
+        let fields: ItemFields = [.filename, .parentIdentifier, .contents, .contentModificationDate, .permissions]
+        let uploaded = try await provider.createItem(
+            basedOn: copy, fields: fields, contents: localContents, options: [])
+        var stored = uploaded
+        stored.size = copy.size
+        let copyRecord = try await store.insertConflictCopy(stored)
+        if let moved = snapshot {
+            try await localFiles.adoptConflictCopy(copyRecord.inode, moving: moved)
+            snapshot = nil
+        }
+        let latest = try await provider.item(for: record.identifier)
+        let replaced = try await store.replaceWithRemote(inode: record.inode, remote: latest)
+        localFiles.remove(record.inode)
+        nodes.remember(replaced, addingLookup: false)
+        await kernel.invalidateContent(of: InodeNumber(record.inode))
+        logger.notice("\(record.item.filename) changed on the remote and here; kept the local one as \(copy.filename)")
+    }
+
+    /// The name is taken on the remote: the local item takes a conflict name (journalled, so the
+    /// next attempt uses it) rather than replace what is there.
+    private func takeConflictName(_ record: ItemRecord) async throws {
+        var item = record.item
+        item.filename = ConflictName.make(for: record.item.filename)
+        let saved = try await store.saveLocalChange(
+            item, inode: record.inode, fields: [.filename], localContent: localFiles.hasContent(record.inode))
+        nodes.remember(saved, addingLookup: false)
+        if let parent = try await store.record(identifier: item.parentIdentifier) {
+            await kernel.invalidateEntry(parent: InodeNumber(parent.inode), name: record.item.filename.bytes)
+        }
+        logger.notice("\(record.item.filename) exists on the remote already; the local one is now \(item.filename)")
+    }
+
+    private func send(_ deletion: PendingDeletion) async throws {
+        do {
+            try await provider.deleteItem(
+                identifier: deletion.identifier, baseVersion: deletion.kind == .directory ? nil : deletion.baseVersion,
+                options: [])
+        } catch ProviderError.noSuchItem {
+            // Gone already: that is what was asked.
+        } catch ProviderError.conflict {
+            // Changed on the remote since it was deleted here: the remote's newer version stays.
+            logger.notice("\(deletion.identifier) changed on the remote; it was not deleted there")
+        }
+        try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+    }
+
+    // MARK: Failures
+
+    private func recordFailure(of entry: PendingWork, error: any Error) async {
+        let transient = Self.isTransient(error)
+        let attempts: Int
+        switch entry {
+        case .change(let change, _): attempts = change.attempts + 1
+        case .deletion(let deletion): attempts = deletion.attempts + 1
+        }
+        let delay: Duration = transient ? .seconds(min(1 << min(attempts - 1, 6), 60)) : .seconds(600)
+        state.withLock { state in
+            state.retryAt[Self.key(of: entry)] = .now + delay
+            if case .change(let change, _) = entry, !transient { state.refused.insert(change.inode) }
+        }
+        let message = "\(error)"
+        if !transient || attempts == 1 {
+            logger.warning("sending \(Self.describe(entry)) failed (attempt \(attempts)): \(message)")
+        }
+        do { try await store.recordUploadFailure(of: entry, message: message) } catch {
+            logger.error("cannot record an upload failure: \(error)")
+        }
+    }
+
+    /// An entry as the log shows it.
+    private static func describe(_ entry: PendingWork) -> String {
+        switch entry {
+        case .change(let change, let record):
+            "the \(change.isCreation ? "creation" : "change") of \(record.item.filename) (inode \(record.inode))"
+        case .deletion(let deletion): "the deletion of \(deletion.identifier)"
+        }
+    }
+
+    /// Errors that pass by themselves: the remote away or busy.
+    private static func isTransient(_ error: any Error) -> Bool {
+        switch error {
+        case is RemoteTimeout: return true
+        case let error as ProviderError:
+            switch error {
+            case .serverUnreachable, .insufficientQuota, .cannotSynchronize: return true
+            default: return false
+            }
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+
+/// `fpfs sync MOUNTPOINT [--timeout S]`: waits until every local change is on the remote.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Wait until every local change of a mount has reached the remote.",
+        discussion: "Exits non-zero if changes are still waiting when the timeout ends.")
+
+    @Argument(help: "The mountpoint.")
+    var mountpoint: String
+
+    @Option(help: "Seconds to wait at most (1...86400).")
+    var timeout = 600
+
+    func run() async throws {
+        do {
+            guard (1...86400).contains(timeout) else {
+                throw CommandFailure("--timeout must be a whole number of seconds from 1 to 86400")
+            }
+            let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
+            let deadline = ContinuousClock.now + .seconds(timeout)
+            // The first request retries waiting changes at once instead of after their backoff.
+            var command = "sync"
+            while true {
+                let answer = try ControlClient.send(command, to: path)
+                let uploads = try JSONDecoder().decode(StatusReport.self, from: answer).uploads
+                if uploads.pending == 0 { return }
+                if ContinuousClock.now >= deadline {
+                    throw CommandFailure(
+                        "\(uploads.pending) changes have not reached the remote after \(timeout) s"
+                            + (uploads.failing > 0 ? " (\(uploads.failing) failing; see fpfs status and the log)" : ""))
+                }
+                command = "status"
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        } catch let failure as CommandFailure {
+            throw CommandFailure.exit(failure.message)
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import FileProviderKit
+import Foundation
+import FuseKit
+import ProviderTesting
+import SystemPackage
+import Testing
+import VFS
+
+@Suite("VFS writes: local first, journalled, replayed by the uploader")
+struct WriteTests {
+    private func makeRemote() throws -> InMemoryProvider {
+        let remote = InMemoryProvider()
+        _ = try remote.addDirectory(path: "docs")
+        _ = try remote.addFile(path: "docs/readme.txt", text: "hello\n")
+        _ = try remote.addFile(path: "docs/other.txt", text: "other\n")
+        return remote
+    }
+
+    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    @Test func createdItemsReachTheRemoteAndKeepTheirInodes() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let folder = try await vfs.fileSystem.mkdir(
+            parent: .root, name: bytes("new"), mode: 0o750, context: vfs.context)
+        let file = try await vfs.writeFile("new/a.txt", bytes("alpha\n"))
+        // Answered locally, before any upload.
+        #expect(try await vfs.readAll(file) == bytes("alpha\n"))
+        try await vfs.waitForUploads()
+        let uploaded = try #require(remote.item(atPath: "new/a.txt"))
+        #expect(remote.contents(of: uploaded.identifier) == bytes("alpha\n"))
+        #expect(remote.item(atPath: "new")?.permissions == 0o750)
+        #expect(try await vfs.resolve("new/a.txt").inode == file)
+        #expect(try await vfs.resolve("new").inode == folder.inode)
+        #expect(try await vfs.xattr(file, "user.fpfs.id") == uploaded.identifier.rawValue)
+        #expect(try await vfs.xattr(file, "user.fpfs.state") == "local")
+    }
+
+    @Test func editsRenamesAndDeletionsReachTheRemote() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        try await vfs.overwrite(readme, bytes("changed\n"))
+        let docs = try await vfs.resolve("docs").inode
+        try await vfs.fileSystem.rename(
+            parent: docs, name: bytes("readme.txt"), newParent: .root, newName: bytes("moved.txt"), flags: 0,
+            context: vfs.context)
+        try await vfs.fileSystem.unlink(parent: docs, name: bytes("other.txt"), context: vfs.context)
+        try await vfs.fileSystem.rmdir(parent: .root, name: bytes("docs"), context: vfs.context)
+        try await vfs.waitForUploads()
+        let moved = try #require(remote.item(atPath: "moved.txt"))
+        #expect(remote.contents(of: moved.identifier) == bytes("changed\n"))
+        #expect(remote.item(atPath: "docs") == nil)
+        #expect(try await vfs.resolve("moved.txt").inode == readme)
+        #expect(try await vfs.readAll(readme) == bytes("changed\n"))
+    }
+
+    @Test func renameOverAnExistingNameReplacesItUnlessNoReplace() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let docs = try await vfs.resolve("docs").inode
+        await #expect(throws: Errno.fileExists) {
+            try await vfs.fileSystem.rename(
+                parent: docs, name: bytes("other.txt"), newParent: docs, newName: bytes("readme.txt"), flags: 1,
+                context: vfs.context)
+        }
+        await #expect(throws: Errno.invalidArgument) {
+            try await vfs.fileSystem.rename(
+                parent: docs, name: bytes("other.txt"), newParent: docs, newName: bytes("readme.txt"), flags: 2,
+                context: vfs.context)
+        }
+        try await vfs.fileSystem.rename(
+            parent: docs, name: bytes("other.txt"), newParent: docs, newName: bytes("readme.txt"), flags: 0,
+            context: vfs.context)
+        try await vfs.waitForUploads()
+        let replaced = try #require(remote.item(atPath: "docs/readme.txt"))
+        #expect(remote.contents(of: replaced.identifier) == bytes("other\n"))
+        #expect(remote.item(atPath: "docs/other.txt") == nil)
+    }
+
+    @Test func refusals() async throws {
+        let vfs = try await VFSHarness.make(provider: try makeRemote())
+        await #expect(throws: Errno.directoryNotEmpty) {
+            try await vfs.fileSystem.rmdir(parent: .root, name: Array("docs".utf8), context: vfs.context)
+        }
+        await #expect(throws: Errno.fileExists) {
+            _ = try await vfs.fileSystem.mkdir(
+                parent: .root, name: Array("docs".utf8), mode: 0o755, context: vfs.context)
+        }
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        await #expect(throws: Errno.notPermitted) {
+            _ = try await vfs.fileSystem.link(
+                inode: readme, newParent: .root, newName: Array("hard".utf8), context: vfs.context)
+        }
+        await #expect(throws: Errno.isDirectory) {
+            try await vfs.fileSystem.unlink(parent: .root, name: Array("docs".utf8), context: vfs.context)
+        }
+    }
+
+    @Test func changesWaitWhileTheRemoteIsUnreachableAndSurviveARestart() async throws {
+        let remote = try makeRemote()
+        let injector = FaultInjector()
+        let down = injector.add(FaultRule(.error(.serverUnreachable(reason: "test")), on: .create))
+        let first = try await VFSHarness.make(provider: injector.wrap(remote))
+        let file = try await first.writeFile("offline.txt", bytes("written offline\n"))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(remote.item(atPath: "offline.txt") == nil)
+        #expect(try await first.fileSystem.pendingUploads().pending == 1)
+        #expect(try await first.xattr(file, "user.fpfs.state") == "dirty")
+        await first.fileSystem.shutdown()
+
+        injector.remove(down)
+        let again = try await VFSHarness.make(provider: injector.wrap(remote), directory: first.directory)
+        try await again.waitForUploads()
+        let uploaded = try #require(remote.item(atPath: "offline.txt"))
+        #expect(remote.contents(of: uploaded.identifier) == bytes("written offline\n"))
+        #expect(try await again.resolve("offline.txt").inode == file)
+    }
+
+    @Test func aRemoteChangeMeetsALocalEditAsTwoFiles() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        _ = try await vfs.readAll(readme)
+        _ = try remote.setContents(path: "docs/readme.txt", bytes("changed on the remote\n"))
+        try await vfs.overwrite(readme, bytes("changed here\n"))
+        try await vfs.waitForUploads()
+        let docs = try await vfs.resolve("docs").inode
+        let names = try await vfs.list(docs).filter { $0.hasPrefix("readme") }
+        #expect(names.count == 2)
+        let copyName = try #require(names.first { $0.contains("(conflict ") })
+        #expect(copyName.hasSuffix(".txt"))
+        let copy = try await vfs.resolve("docs/" + copyName).inode
+        #expect(try await vfs.readAll(copy) == bytes("changed here\n"))
+        #expect(try await vfs.xattr(copy, "user.fpfs.state") == "conflict")
+        #expect(try await vfs.readAll(readme) == bytes("changed on the remote\n"))
+        let remoteCopy = try #require(remote.item(atPath: "docs/" + copyName))
+        #expect(remote.contents(of: remoteCopy.identifier) == bytes("changed here\n"))
+        let original = try #require(remote.item(atPath: "docs/readme.txt"))
+        #expect(remote.contents(of: original.identifier) == bytes("changed on the remote\n"))
+    }
+
+    @Test func truncateAndPartialWritesKeepTheRestOfTheFile() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        let opened = try await vfs.fileSystem.open(inode: readme, flags: O_RDWR, context: vfs.context)
+        _ = try await vfs.fileSystem.write(
+            inode: readme, handle: opened.handle, offset: 1, bytes: bytes("E"), context: vfs.context)
+        _ = try await vfs.fileSystem.setattr(
+            inode: readme, changes: AttributeChanges(size: 4), handle: opened.handle, context: vfs.context)
+        try await vfs.fileSystem.release(inode: readme, handle: opened.handle, flags: 0)
+        #expect(try await vfs.readAll(readme) == bytes("hEll"))
+        #expect(try await vfs.fileSystem.getattr(inode: readme, context: vfs.context).attributes.size == 4)
+        try await vfs.waitForUploads()
+        let uploaded = try #require(remote.item(atPath: "docs/readme.txt"))
+        #expect(remote.contents(of: uploaded.identifier) == bytes("hEll"))
+    }
+}
