@@ -162,6 +162,38 @@ extension MountTests {
             #expect(later.stdout == "read after the remount\n")
         }
 
+        @Test("fileids: a folder and files made, written and moved through the mount reach the server as such")
+        func nextcloudWrites() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("keep/old.txt", "old\n")
+            let server = try await WebDAVTestServer.start(.nextcloud, serving: URL(fileURLWithPath: scratch.remote))
+            defer { server.stop() }
+            let mount = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { mount.unmount() }
+            let changes = """
+                set -e
+                mkdir "$1/new"
+                echo hello > "$1/new/a.txt"
+                mv "$1/keep" "$1/kept"
+                mv "$1/new/a.txt" "$1/kept/a.txt"
+                """
+            try await Command.bash(changes, mount.mountpoint).check()
+            try await FpfsBinary.command(["sync", mount.mountpoint]).check()
+            let served = { (path: String) in try? String(contentsOfFile: scratch.remote + "/" + path, encoding: .utf8) }
+            #expect(served("kept/old.txt") == "old\n" && served("kept/a.txt") == "hello\n")
+            #expect(!FileManager.default.fileExists(atPath: scratch.remote + "/keep"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.remote + "/new").isEmpty)
+            let moves = try await server.accessLog().filter { $0.method == "MOVE" }.map(\.path)
+            #expect(moves.contains("/dav/keep/"), "the folder's rename was not a MOVE: \(moves)")
+            mount.unmount()
+
+            let again = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { again.unmount() }
+            #expect(try await Command(["cat", "--", again.path("kept/a.txt")]).check().stdout == "hello\n")
+            #expect(try await Command(["cat", "--", again.path("kept/old.txt")]).check().stdout == "old\n")
+        }
+
         @Test("webdavs:// reads over TLS from a server the system trusts; an untrusted certificate is refused")
         func tls() async throws {
             let scratch = try Scratch()
