@@ -126,10 +126,11 @@ let package = Package(
             dependencies: ["VFS", "FuseKit", "FileProviderKit", "ProviderTesting", "MetadataStore", "BlockCache"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MountTests", dependencies: ["TestServers"],
-            // Run by the tests with python3 from where it lies, not built or bundled.
-            exclude: ["Support/fake-webdav.py"],
+            name: "MountTests", dependencies: ["TestServers"], swiftSettings: swiftSettings),
+        .target(
+            name: "TestServers", path: "Tests/TestServers",
+            // Run by the tests with python3 from where they lie, not built or bundled.
+            exclude: ["fake-webdav.py", "nextcloud-webdav.py"],
             swiftSettings: swiftSettings),
-        .target(name: "TestServers", path: "Tests/TestServers", swiftSettings: swiftSettings),
     ]
 )

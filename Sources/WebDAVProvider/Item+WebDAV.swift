@@ -1,33 +1,40 @@
 import FileProviderKit
 import NIOHTTP1
 
+/// Where an item is and what it is called: what an `Item` takes besides the server's properties.
+struct ItemLocation: Sendable {
+    var identifier: ItemIdentifier
+    var parent: ItemIdentifier
+    var path: RemotePath
+}
+
 extension Item {
-    /// The item a PROPFIND response describes, at `path`.
-    init(path: RemotePath, properties: MultistatusParser.Response) {
+    /// The item a PROPFIND or REPORT response describes.
+    init(_ location: ItemLocation, properties: MultistatusParser.Response) {
         let modified = properties.lastModified.flatMap(HTTPDate.parse)
         let size = properties.isCollection ? 0 : properties.contentLength ?? 0
         self.init(
-            path: path, isCollection: properties.isCollection, size: size, modified: modified,
+            location, isCollection: properties.isCollection, size: size, modified: modified,
             created: properties.creationDate.flatMap(HTTPDate.parseISO8601),
             version: RemoteVersion.make(etag: properties.etag, lastModified: modified, size: size))
     }
 
     /// The file a GET answered with: its size and version from the headers, as of the bytes sent.
-    init(path: RemotePath, size: UInt64, headers: HTTPHeaders) {
-        let modified = headers.first(name: "Last-Modified").flatMap(HTTPDate.parse)
+    init(_ location: ItemLocation, size: UInt64, headers: HTTPHeaders) {
         self.init(
-            path: path, isCollection: false, size: size, modified: modified, created: nil,
-            version: RemoteVersion.make(etag: headers.first(name: "ETag"), lastModified: modified, size: size))
+            location, isCollection: false, size: size,
+            modified: headers.first(name: "Last-Modified").flatMap(HTTPDate.parse),
+            created: nil, version: RemoteVersion.make(headers: headers, size: size))
     }
 
     private init(
-        path: RemotePath, isCollection: Bool, size: UInt64, modified: Timestamp?, created: Timestamp?,
+        _ location: ItemLocation, isCollection: Bool, size: UInt64, modified: Timestamp?, created: Timestamp?,
         version: ItemVersion
     ) {
         self.init(
-            identifier: path.identifier,
-            parentIdentifier: path.parent.identifier,
-            filename: path.name ?? Filename(bytes: []),
+            identifier: location.identifier,
+            parentIdentifier: location.parent,
+            filename: location.path.name ?? Filename(bytes: []),
             kind: isCollection ? .directory : .file,
             size: size,
             creationDate: created,

@@ -1,4 +1,5 @@
-/// Reads a PROPFIND answer (`207 Multi-Status`) as it streams in, one `response` at a time.
+/// Reads a PROPFIND or REPORT answer (`207 Multi-Status`) as it streams in, one `response` at a
+/// time.
 ///
 /// Only the properties fpfs asks for are kept; a property counts only from a `propstat` whose
 /// status is 200, so a server that says "404 Not Found" for `getetag` is taken as giving none.
@@ -15,6 +16,10 @@ struct MultistatusParser {
         var creationDate: String?
         /// A stable identifier from ownCloud or Nextcloud (`oc:fileid`, else `oc:id`).
         var fileID: String?
+        /// A collection's `DAV:sync-token` property (RFC 6578).
+        var syncToken: String?
+        /// True when the `DAV:supported-report-set` property lists `sync-collection`.
+        var supportsSyncCollection = false
     }
 
     static let dav = "DAV:"
@@ -29,6 +34,8 @@ struct MultistatusParser {
     private var pending = Response()
     private var pendingStatus: Int?
     private var sawMultistatus = false
+    /// The `sync-token` of a sync-collection REPORT's answer, once read (it follows the responses).
+    private(set) var syncToken: String?
 
     /// Consumes a piece of the body and returns the responses it completed.
     mutating func feed(_ bytes: some Sequence<UInt8>) throws(XMLPullParser.Malformed) -> [Response] {
@@ -73,10 +80,15 @@ struct MultistatusParser {
             pendingStatus = nil
         } else if name == Self.element("collection"), isInProperty("resourcetype") {
             pending.isCollection = true
+        } else if name == Self.element("sync-collection"), isInProperty("supported-report-set") {
+            pending.supportsSyncCollection = true
         }
     }
 
     private mutating func ended(_ name: XMLPullParser.Name) -> Response? {
+        if name == Self.element("sync-token"), path.count == 2 {
+            syncToken = String(decoding: text, as: UTF8.self).trimmingSpaces
+        }
         guard response != nil else { return nil }
         let value = String(decoding: text, as: UTF8.self).trimmingSpaces
         switch (name.namespace, name.local, path.count) {
@@ -103,6 +115,8 @@ struct MultistatusParser {
             pending.fileID = value.isEmpty ? nil : value
         case (Self.ownCloud, "id", 5) where isInProp:
             if pending.fileID == nil, !value.isEmpty { pending.fileID = value }
+        case (Self.dav, "sync-token", 5) where isInProp:
+            pending.syncToken = value.isEmpty ? nil : value
         default:
             break
         }
@@ -114,7 +128,7 @@ struct MultistatusParser {
         path.count >= 4 && path[2] == Self.element("propstat") && path[3] == Self.element("prop")
     }
 
-    /// True when the current element sits directly in the named property.
+    /// True when the current element sits in the named property.
     private func isInProperty(_ local: String) -> Bool {
         path.count >= 6 && path[4] == Self.element(local) && isInProp
     }
@@ -127,6 +141,8 @@ struct MultistatusParser {
         merged.lastModified = properties.lastModified ?? merged.lastModified
         merged.creationDate = properties.creationDate ?? merged.creationDate
         merged.fileID = properties.fileID ?? merged.fileID
+        merged.syncToken = properties.syncToken ?? merged.syncToken
+        merged.supportsSyncCollection = merged.supportsSyncCollection || properties.supportsSyncCollection
         response = merged
     }
 

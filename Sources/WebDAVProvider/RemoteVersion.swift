@@ -1,4 +1,5 @@
 import FileProviderKit
+import NIOHTTP1
 
 /// How an item's version is spelled: the server's ETag where it gives one, else the modification
 /// second and size — what a GET's headers and a PROPFIND's properties both tell, so a version
@@ -17,6 +18,14 @@ enum RemoteVersion {
             text = "m:\(lastModified?.seconds ?? 0):\(size)"
         }
         return ItemVersion(content: text, metadata: text)
+    }
+
+    /// The version of the bytes a GET answered with, from its headers.
+    static func make(headers: HTTPHeaders, size: UInt64) -> ItemVersion {
+        make(
+            etag: headers.first(name: "ETag"),
+            lastModified: headers.first(name: "Last-Modified").flatMap(HTTPDate.parse),
+            size: size)
     }
 
     /// The ETag a version was made from, for `If-Match`; nil when it was made otherwise.

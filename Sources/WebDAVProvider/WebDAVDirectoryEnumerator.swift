@@ -5,6 +5,7 @@ import FileProviderKit
 struct WebDAVDirectoryEnumerator: ItemEnumerator {
     let provider: WebDAVProvider
     let folder: RemotePath
+    let identifier: ItemIdentifier
 
     func enumerateItems(startingAt page: EnumerationPage, suggestedPageSize: Int) async throws -> ItemPage {
         let limit = max(suggestedPageSize, 1)
@@ -15,7 +16,7 @@ struct WebDAVDirectoryEnumerator: ItemEnumerator {
         }
         var first: [Item] = []
         var spool: ListingSpool?
-        try await provider.listChildren(of: folder) { item in
+        try await provider.listChildren(of: folder, identifier: identifier) { item, _ in
             if first.count < limit {
                 first.append(item)
             } else {

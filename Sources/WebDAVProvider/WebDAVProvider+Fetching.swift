@@ -13,14 +13,16 @@ extension WebDAVProvider {
     public func fetchContents(for identifier: ItemIdentifier, version: ItemVersion?, into sink: any ContentSink)
         async throws -> Item
     {
-        let path = try filePath(identifier)
+        let location = try await fileLocation(identifier)
+        let path = location.path
         let response = try await client.send(WebDAVClient.Request(method: .GET, path: path))
         guard response.status == .ok else {
             await WebDAVClient.discardBody(of: response)
             throw WebDAVClient.error(for: response.status, path: path, method: .GET)
         }
+        try await checkFileID(of: response, is: identifier)
         let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
-        var item = Item(path: path, size: expected ?? 0, headers: response.headers)
+        var item = Item(location, size: expected ?? 0, headers: response.headers)
         if let version, item.version.content != version.content {
             await WebDAVClient.discardBody(of: response)
             throw ProviderError.versionNoLongerAvailable
@@ -41,16 +43,18 @@ extension WebDAVProvider {
         for identifier: ItemIdentifier, version: ItemVersion, minimalRange: Range<UInt64>, aligningTo alignment: UInt64,
         options: PartialFetchOptions, into sink: any ContentSink
     ) async throws -> PartialFetchResult {
-        let path = try filePath(identifier)
+        let location = try await fileLocation(identifier)
+        let path = location.path
         let wanted = PartialFetchResult.alignedRange(covering: minimalRange, alignment: alignment, size: .max)
         let strict = options.contains(.strictVersioning)
         guard !wanted.isEmpty else {
-            let item = try await properties(of: path)
+            let item = try await current(identifier).item
             if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
             return PartialFetchResult(retrievedRange: wanted.lowerBound..<wanted.lowerBound, item: item)
         }
         let headers = [("Range", "bytes=\(wanted.lowerBound)-\(wanted.upperBound - 1)")]
         let response = try await client.send(WebDAVClient.Request(method: .GET, path: path, headers: headers))
+        if [.partialContent, .ok].contains(response.status) { try await checkFileID(of: response, is: identifier) }
         switch response.status {
         case .partialContent:
             guard let range = Self.contentRange(response.headers), range.start == wanted.lowerBound,
@@ -63,7 +67,7 @@ extension WebDAVProvider {
                     reason: "GET \(path): asked for bytes \(wanted.lowerBound)-\(wanted.upperBound - 1), "
                         + "the server sent Content-Range \(sent)")
             }
-            let item = Item(path: path, size: range.total, headers: response.headers)
+            let item = Item(location, size: range.total, headers: response.headers)
             if strict, item.version.content != version.content {
                 await WebDAVClient.discardBody(of: response)
                 throw ProviderError.versionNoLongerAvailable
@@ -73,7 +77,7 @@ extension WebDAVProvider {
             return PartialFetchResult(retrievedRange: retrieved, item: item)
         case .ok:
             let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
-            let item = Item(path: path, size: expected ?? 0, headers: response.headers)
+            let item = Item(location, size: expected ?? 0, headers: response.headers)
             if strict, item.version.content != version.content {
                 await WebDAVClient.discardBody(of: response)
                 throw ProviderError.versionNoLongerAvailable
@@ -87,7 +91,7 @@ extension WebDAVProvider {
             return PartialFetchResult(retrievedRange: 0..<whole.size, item: whole)
         case .rangeNotSatisfiable:
             await WebDAVClient.discardBody(of: response)
-            let item = try await properties(of: path)
+            let item = try await current(identifier).item
             if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
             let start = min(wanted.lowerBound, item.size / max(alignment, 1) * max(alignment, 1))
             return PartialFetchResult(retrievedRange: start..<start, item: item)
@@ -97,13 +101,27 @@ extension WebDAVProvider {
         }
     }
 
-    /// The path of a file identifier; the root is a folder and cannot be fetched.
-    private func filePath(_ identifier: ItemIdentifier) throws -> RemotePath {
-        guard let path = RemotePath(identifier: identifier) else { throw ProviderError.noSuchItem(identifier) }
+    /// Where a file identifier was last seen; the root is a folder and cannot be fetched.
+    private func fileLocation(_ identifier: ItemIdentifier) async throws -> ItemLocation {
+        let path = try path(of: identifier)
         guard !path.components.isEmpty else {
             throw ProviderError.cannotSynchronize(reason: "the root is a folder and has no contents")
         }
-        return path
+        let known = fileIDs.parent(of: identifier)
+        let parent = if let known { known } else { try await folderIdentifier(path.parent) }
+        return ItemLocation(identifier: identifier, parent: parent, path: path)
+    }
+
+    /// A GET of a fileid that the server answers with another file's id (Nextcloud's `OC-FileId`
+    /// header) reached another file at the old place: `noSuchItem`, before a byte is taken.
+    /// Nextcloud spells the header as `oc:id` does: the fileid zero-padded, then the instance id.
+    private func checkFileID(of response: HTTPClientResponse, is identifier: ItemIdentifier) async throws {
+        guard RemotePath(identifier: identifier) == nil, let sent = response.headers.first(name: "OC-FileId"),
+            sent != identifier.rawValue, Int(sent.prefix(while: \.isNumber)) != Int(identifier.rawValue)
+        else { return }
+        await WebDAVClient.discardBody(of: response)
+        fileIDs.forget(identifier)
+        throw ProviderError.noSuchItem(identifier)
     }
 
     /// Streams `response`, which carries `bytes` of the file, into the sink. When the connection
@@ -140,7 +158,7 @@ extension WebDAVProvider {
             let range = Self.contentRange(response.headers)
             guard response.status == .partialContent, range?.start == position,
                 range.map({ $0.end + 1 }) == bytes.upperBound,
-                Item(path: path, size: 0, headers: response.headers).version.content == version.content
+                RemoteVersion.make(headers: response.headers, size: 0).content == version.content
             else {
                 await WebDAVClient.discardBody(of: response)
                 throw ProviderError.serverUnreachable(reason: "GET \(path): \(failure), and the rest could not be had")

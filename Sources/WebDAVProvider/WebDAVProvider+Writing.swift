@@ -12,9 +12,7 @@ extension WebDAVProvider {
     public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
         async throws -> Item
     {
-        guard let parent = RemotePath(identifier: template.parentIdentifier) else {
-            throw ProviderError.noSuchItem(template.parentIdentifier)
-        }
+        let parent = try path(of: template.parentIdentifier)
         guard let path = RemotePath.decode(Substring(parent.appending(template.filename).encoded)) else {
             throw ProviderError.cannotSynchronize(reason: "'\(template.filename)' cannot be a name on the server")
         }
@@ -43,7 +41,7 @@ extension WebDAVProvider {
                 if options.contains(.mayAlreadyExist), existing.kind == .directory { return existing }
                 throw ProviderError.filenameCollision(existing: existing.identifier)
             case 409:
-                throw ProviderError.noSuchItem(parent.identifier)
+                throw ProviderError.noSuchItem(template.parentIdentifier)
             default:
                 throw WebDAVClient.error(for: response.status, path: path, method: request.method)
             }
@@ -51,13 +49,13 @@ extension WebDAVProvider {
             let status = try await put(contents, to: path, precondition: ("If-None-Match", "*"))
             switch status.code {
             case 200, 201, 204: break
-            case 412: throw ProviderError.filenameCollision(existing: path.identifier)
+            case 412: throw ProviderError.filenameCollision(existing: try? await existingItem(at: path)?.identifier)
             // A missing parent: 409 from Apache, 404 from rclone.
-            case 404, 409: throw ProviderError.noSuchItem(parent.identifier)
+            case 404, 409: throw ProviderError.noSuchItem(template.parentIdentifier)
             default: throw WebDAVClient.error(for: status, path: path, method: .PUT)
             }
         }
-        let created = try await properties(of: path)
+        let created = try await properties(of: path, parent: template.parentIdentifier)
         history.noteHandedOut([created.identifier])
         return created
     }
@@ -65,10 +63,8 @@ extension WebDAVProvider {
     public func modifyItem(
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyItemOptions
     ) async throws -> Item {
-        guard let source = RemotePath(identifier: item.identifier), !source.components.isEmpty else {
-            throw ProviderError.noSuchItem(item.identifier)
-        }
-        let existing = try await properties(of: source)
+        guard item.identifier != .rootContainer else { throw ProviderError.noSuchItem(item.identifier) }
+        let (existing, source) = try await current(item.identifier)
         if changedFields.contains(.contents), existing.kind == .file {
             guard existing.version.content == baseVersion.content else {
                 throw ProviderError.conflict(remote: existing)
@@ -81,20 +77,19 @@ extension WebDAVProvider {
             default: throw WebDAVClient.error(for: status, path: source, method: .PUT)
             }
         }
-        var path = source
+        var destination = source
         if !changedFields.isDisjoint(with: [.filename, .parentIdentifier]) {
-            guard let parent = RemotePath(identifier: item.parentIdentifier) else {
-                throw ProviderError.noSuchItem(item.parentIdentifier)
-            }
+            let parent = try path(of: item.parentIdentifier)
             guard let target = RemotePath.decode(Substring(parent.appending(item.filename).encoded)) else {
                 throw ProviderError.cannotSynchronize(reason: "'\(item.filename)' cannot be a name on the server")
             }
             if target != source {
                 try await move(source, to: target, isCollection: existing.kind == .directory)
-                path = target
+                destination = target
             }
         }
-        let modified = try await properties(of: path)
+        let modified = try await properties(
+            of: destination, parent: destination == source ? existing.parentIdentifier : item.parentIdentifier)
         history.noteHandedOut([modified.identifier])
         return modified
     }
@@ -102,17 +97,15 @@ extension WebDAVProvider {
     public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteItemOptions)
         async throws
     {
-        guard let path = RemotePath(identifier: identifier), !path.components.isEmpty else {
-            throw ProviderError.deletionRejected
-        }
-        let existing = try await properties(of: path)
+        guard identifier != .rootContainer else { throw ProviderError.deletionRejected }
+        let (existing, path) = try await current(identifier)
         let isFolder = existing.kind == .directory
         if let baseVersion, !isFolder, existing.version.content != baseVersion.content {
             throw ProviderError.conflict(remote: existing)
         }
         if isFolder, !options.contains(.recursive) {
             var isEmpty = true
-            try await listChildren(of: path) { _ in isEmpty = false }
+            try await listChildren(of: path, identifier: identifier) { _, _ in isEmpty = false }
             guard isEmpty else { throw ProviderError.directoryNotEmpty }
         }
         let status = try await conditionally(on: isFolder ? nil : existing, at: path) { precondition in
@@ -122,7 +115,9 @@ extension WebDAVProvider {
             return try await client.sendCollecting(request).0.status
         }
         switch status.code {
-        case 200, 204: return
+        case 200, 204:
+            fileIDs.forget(identifier)
+            try await fileIDs.flush()
         case 207: throw ProviderError.cannotSynchronize(reason: "DELETE \(path): the server kept some of its contents")
         default: throw WebDAVClient.error(for: status, path: path, method: .DELETE)
         }

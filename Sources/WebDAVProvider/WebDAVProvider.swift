@@ -3,18 +3,28 @@ import FileProviderKit
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// A WebDAV collection as a remote: Apache mod_dav, nginx, rclone, Nextcloud, ownCloud, a NAS.
 ///
 /// Listings are `PROPFIND Depth: 1` answers parsed as they stream in; contents are `GET`s, with
 /// `Range` for partial fetches and `If-Match` where a version must hold; writes are `PUT`, `MKCOL`,
 /// `MOVE` and `DELETE` with preconditions, so a changed remote surfaces as a conflict, never as a
-/// silent overwrite. Identifiers are paths (see `RemotePath`); versions are ETags (see
-/// `RemoteVersion`); the working set compares walks of the tree (`WalkHistory`), as these servers
-/// keep no history a client can ask for.
+/// silent overwrite. Versions are ETags (see `RemoteVersion`).
+///
+/// What the mounted collection offers decides two things, learnt from one PROPFIND of it: where it
+/// gives `oc:fileid` (Nextcloud, ownCloud), identifiers are those ids, kept in a `FileIDIndex`, so
+/// a rename on the server is a change of the same item; elsewhere they are paths (see
+/// `RemotePath`). Where it offers the `sync-collection` REPORT (RFC 6578), the working set's
+/// changes are asked of the server; elsewhere walks of the tree are compared (see
+/// `WebDAVWorkingSetEnumerator`).
 public final class WebDAVProvider: FileProvider, PartialContentFetching, FeatureDescribing, Sendable {
     let client: WebDAVClient
     let history: WalkHistory
+    let fileIDs: FileIDIndex
+    let syncTokens: SyncTokenAnchors
+    /// What the server offers, once asked.
+    private let learned = Mutex<ServerFeatures?>(nil)
     /// Where listings too long for one page wait for their next pages.
     let spoolDirectory: URL
 
@@ -28,6 +38,8 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
         let state = configuration.stateDirectory
         do {
             history = try WalkHistory(directory: state?.appending(path: "snapshots"))
+            fileIDs = try FileIDIndex(directory: state?.appending(path: "fileids"))
+            syncTokens = try SyncTokenAnchors(directory: state?.appending(path: "sync-tokens"))
             spoolDirectory =
                 state?.appending(path: "listings")
                 ?? FileManager.default.temporaryDirectory.appending(path: "fpfs-webdav-\(UUID().uuidString)")
@@ -50,53 +62,144 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     }
 
     public func item(for identifier: ItemIdentifier) async throws -> Item {
-        guard let path = RemotePath(identifier: identifier) else { throw ProviderError.noSuchItem(identifier) }
-        return try await properties(of: path)
+        try await current(identifier).item
     }
 
     public func enumerator(for container: ItemIdentifier) async throws -> any ItemEnumerator {
         switch container {
         case .workingSet:
-            return WalkHistoryEnumerator(history: history) { [self] in try await walk() }
+            return WebDAVWorkingSetEnumerator(provider: self)
         case .trashContainer:
             throw ProviderError.featureUnsupported
         default:
-            guard let path = RemotePath(identifier: container) else { throw ProviderError.noSuchItem(container) }
-            return WebDAVDirectoryEnumerator(provider: self, folder: path)
+            return WebDAVDirectoryEnumerator(provider: self, folder: try path(of: container), identifier: container)
         }
     }
 
     public func invalidate() async {
         await client.shutdown()
+        try? await fileIDs.flush()
         let spool = spoolDirectory
         _ = try? await BlockingIO.run { try FileManager.default.removeItem(at: spool) }
     }
 
+    // MARK: What the server offers
+
+    /// What the mounted collection offers.
+    struct ServerFeatures: Sendable {
+        /// Items are named by their `oc:fileid`: the collection has one.
+        var usesFileIDs: Bool
+        /// The collection lists `sync-collection` in its `supported-report-set`.
+        var syncCollection: Bool
+    }
+
+    /// What the server offers, asked once by a PROPFIND of the root.
+    func serverFeatures() async throws -> ServerFeatures {
+        if let known = learned.withLock({ $0 }) { return known }
+        let root = try await propfind(.root, body: Self.rootPropfindBody)
+        let features = ServerFeatures(
+            usesFileIDs: root.fileID.map(FileIDIndex.canName) ?? false, syncCollection: root.supportsSyncCollection)
+        learned.withLock { $0 = features }
+        return features
+    }
+
+    /// Walks from now on: the server listed `sync-collection` but refuses it.
+    func stopUsingSyncCollection() {
+        learned.withLock { $0?.syncCollection = false }
+    }
+
+    // MARK: Identifiers
+
+    /// The path where `identifier` was last seen; `noSuchItem` for one this provider cannot place.
+    func path(of identifier: ItemIdentifier) throws -> RemotePath {
+        guard let path = RemotePath(identifier: identifier) ?? fileIDs.path(of: identifier) else {
+            throw ProviderError.noSuchItem(identifier)
+        }
+        return path
+    }
+
+    /// The item `identifier` names, as the server has it now: a PROPFIND of where it was last
+    /// seen. When that place is empty or holds another item, the item has moved where this
+    /// provider cannot see: `noSuchItem`, and the engine lists again.
+    func current(_ identifier: ItemIdentifier) async throws -> (item: Item, path: RemotePath) {
+        let path = try path(of: identifier)
+        do {
+            let item = try await properties(of: path, parent: fileIDs.parent(of: identifier))
+            if item.identifier == identifier { return (item, path) }
+        } catch ProviderError.noSuchItem {}
+        fileIDs.forget(identifier)
+        throw ProviderError.noSuchItem(identifier)
+    }
+
+    /// The identifier and folder of what the server described at `path`, noted in the index when
+    /// named by a fileid. `parent` is the folder's identifier when the caller knows it.
+    func location(of entry: MultistatusParser.Response, at path: RemotePath, parent: ItemIdentifier?) async throws
+        -> ItemLocation
+    {
+        guard let name = path.name else {
+            return ItemLocation(identifier: .rootContainer, parent: .rootContainer, path: path)
+        }
+        let parent = if let parent { parent } else { try await folderIdentifier(path.parent) }
+        guard try await serverFeatures().usesFileIDs, let fileID = entry.fileID, FileIDIndex.canName(fileID) else {
+            return ItemLocation(identifier: path.identifier, parent: parent, path: path)
+        }
+        let identifier = ItemIdentifier(fileID)
+        fileIDs.record(identifier, parent: parent, name: name)
+        return ItemLocation(identifier: identifier, parent: parent, path: path)
+    }
+
+    /// The identifier of the folder at `path`: from the index, else from a PROPFIND of it.
+    func folderIdentifier(_ path: RemotePath) async throws -> ItemIdentifier {
+        guard !path.components.isEmpty, try await serverFeatures().usesFileIDs else { return path.identifier }
+        if let known = fileIDs.identifier(at: path) { return known }
+        return try await properties(of: path).identifier
+    }
+
     // MARK: PROPFIND
 
-    /// The properties a PROPFIND asks for: just what an `Item` needs.
-    static let propfindBody = ByteBuffer(
-        string: """
-            <?xml version="1.0" encoding="utf-8"?>
-            <d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><d:resourcetype/>\
-            <d:getcontentlength/><d:getetag/><d:getlastmodified/><d:creationdate/><oc:fileid/></d:prop></d:propfind>
-            """)
+    /// The properties of an item a PROPFIND or REPORT asks for: just what an `Item` needs.
+    static let itemProperties = """
+        <d:resourcetype/><d:getcontentlength/><d:getetag/><d:getlastmodified/><d:creationdate/><oc:fileid/>
+        """
 
-    func propfindRequest(_ path: RemotePath, depth: Int, isCollection: Bool) -> WebDAVClient.Request {
+    static let propfindBody = propfindBody(asking: itemProperties)
+    /// The root's PROPFIND asks also what the server offers, and where it stands.
+    static let rootPropfindBody = propfindBody(asking: itemProperties + "<d:supported-report-set/><d:sync-token/>")
+
+    private static func propfindBody(asking properties: String) -> ByteBuffer {
+        ByteBuffer(
+            string: """
+                <?xml version="1.0" encoding="utf-8"?>
+                <d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop>\(properties)</d:prop></d:propfind>
+                """)
+    }
+
+    func propfindRequest(_ path: RemotePath, depth: Int, isCollection: Bool, body: ByteBuffer = propfindBody)
+        -> WebDAVClient.Request
+    {
         WebDAVClient.Request(
             method: .RAW(value: "PROPFIND"), path: path, isCollection: isCollection,
             headers: [("Depth", String(depth)), ("Content-Type", "application/xml; charset=utf-8")],
-            body: { .bytes(Self.propfindBody) })
+            body: { .bytes(body) })
     }
 
-    /// The item at `path` now, by `PROPFIND Depth: 0`.
-    func properties(of path: RemotePath) async throws -> Item {
-        var request = propfindRequest(path, depth: 0, isCollection: path.components.isEmpty)
-        var (response, body) = try await client.sendCollecting(request)
+    /// The item at `path` now, by `PROPFIND Depth: 0`; `parent` is its folder's identifier when
+    /// the caller knows it.
+    func properties(of path: RemotePath, parent: ItemIdentifier? = nil) async throws -> Item {
+        let entry = try await propfind(path, body: Self.propfindBody)
+        let item = Item(try await location(of: entry, at: path, parent: parent), properties: entry)
+        try await fileIDs.flush()
+        return item
+    }
+
+    /// What `PROPFIND Depth: 0` of `path` says about it.
+    func propfind(_ path: RemotePath, body: ByteBuffer) async throws -> MultistatusParser.Response {
+        var request = propfindRequest(path, depth: 0, isCollection: path.components.isEmpty, body: body)
+        var (response, answer) = try await client.sendCollecting(request)
         if [301, 302, 307, 308].contains(response.status.code), !request.isCollection {
             // A folder asked for without its final slash: servers with mod_dir-like rules redirect.
             request.isCollection = true
-            (response, body) = try await client.sendCollecting(request)
+            (response, answer) = try await client.sendCollecting(request)
         }
         guard response.status.code == 207 else {
             throw WebDAVClient.error(for: response.status, path: path, method: request.method)
@@ -104,7 +207,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
         var parser = MultistatusParser()
         let responses: [MultistatusParser.Response]
         do {
-            responses = try parser.feed(body.readableBytesView)
+            responses = try parser.feed(answer.readableBytesView)
             try parser.finish()
         } catch {
             throw ProviderError.cannotSynchronize(reason: "PROPFIND \(path): the server's answer is \(error)")
@@ -114,69 +217,87 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
                 throw WebDAVClient.error(
                     for: HTTPResponseStatus(statusCode: status), path: path, method: request.method)
             }
-            return Item(path: path, properties: entry)
+            return entry
         }
         throw ProviderError.cannotSynchronize(reason: "PROPFIND \(path): the answer does not describe \(path)")
     }
 
-    /// Streams the children of `folder` from `PROPFIND Depth: 1` into `each`, as they arrive.
-    /// An href outside the folder or one that cannot be a filename fails the listing: a server
-    /// that sends one is broken or hostile, and nothing it lists can then be trusted.
-    func listChildren(of folder: RemotePath, each: (Item) async throws -> Void) async throws {
+    /// Streams the children of `folder` (whose identifier is `identifier`) from `PROPFIND Depth: 1`
+    /// into `each`, with their paths, as they arrive. An href outside the folder or one that cannot
+    /// be a filename fails the listing: a server that sends one is broken or hostile, and nothing it
+    /// lists can then be trusted. A folder that is now another item (its fileid differs) is
+    /// `noSuchItem`.
+    func listChildren(
+        of folder: RemotePath, identifier: ItemIdentifier, each: (Item, RemotePath) async throws -> Void
+    ) async throws {
         let request = propfindRequest(folder, depth: 1, isCollection: true)
         let response = try await client.send(request)
         guard response.status.code == 207 else {
             await WebDAVClient.discardBody(of: response)
             throw WebDAVClient.error(for: response.status, path: folder, method: request.method)
         }
-        var parser = MultistatusParser()
         var sawFolder = false
-        do {
-            for try await buffer in response.body {
-                for entry in try parser.feed(buffer.readableBytesView) {
-                    guard let path = client.path(ofHref: entry.href), path.isWithin(folder),
-                        path.components.count <= folder.components.count + 1
-                    else {
-                        throw ProviderError.cannotSynchronize(
-                            reason:
-                                "listing \(folder): the server listed '\(entry.href)', which is not a valid name in that folder"
-                        )
-                    }
-                    if path == folder {
-                        guard entry.isCollection else {
-                            throw ProviderError.cannotSynchronize(reason: "\(folder) is a file, not a folder")
-                        }
-                        sawFolder = true
-                        continue
-                    }
-                    if let status = entry.status, status != 200 { continue }
-                    try await each(Item(path: path, properties: entry))
-                }
+        try await readMultistatus(response, doing: "listing \(folder)") { entry in
+            guard let path = client.path(ofHref: entry.href), path.isWithin(folder),
+                path.components.count <= folder.components.count + 1
+            else {
+                throw ProviderError.cannotSynchronize(
+                    reason:
+                        "listing \(folder): the server listed '\(entry.href)', which is not a valid name in that folder"
+                )
             }
-            try parser.finish()
-        } catch let error as XMLPullParser.Malformed {
-            throw ProviderError.cannotSynchronize(reason: "listing \(folder): the server's answer is \(error)")
-        } catch let error as ProviderError {
-            throw error
-        } catch {
-            if Task.isCancelled { throw CancellationError() }
-            throw ProviderError.serverUnreachable(reason: "listing \(folder) broke off: \(error)")
+            if path == folder {
+                guard entry.isCollection else {
+                    throw ProviderError.cannotSynchronize(reason: "\(folder) is a file, not a folder")
+                }
+                if try await location(of: entry, at: path, parent: fileIDs.parent(of: identifier)).identifier
+                    != identifier
+                {
+                    throw ProviderError.noSuchItem(identifier)
+                }
+                sawFolder = true
+                return
+            }
+            if let status = entry.status, status != 200 { return }
+            try await each(Item(try await location(of: entry, at: path, parent: identifier), properties: entry), path)
         }
+        try await fileIDs.flush()
         guard sawFolder || folder.components.isEmpty else {
             throw ProviderError.cannotSynchronize(reason: "listing \(folder): the answer does not describe the folder")
         }
     }
 
+    /// Parses a multistatus answer as it streams in, handing each response to `each`; returns the
+    /// parser, which holds the answer's `sync-token`. `doing` names the request for error messages.
+    @discardableResult
+    func readMultistatus(
+        _ response: HTTPClientResponse, doing: String, each: (MultistatusParser.Response) async throws -> Void
+    ) async throws -> MultistatusParser {
+        var parser = MultistatusParser()
+        do {
+            for try await buffer in response.body {
+                for entry in try parser.feed(buffer.readableBytesView) { try await each(entry) }
+            }
+            try parser.finish()
+        } catch let error as XMLPullParser.Malformed {
+            throw ProviderError.cannotSynchronize(reason: "\(doing): the server's answer is \(error)")
+        } catch let error as ProviderError {
+            throw error
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw ProviderError.serverUnreachable(reason: "\(doing) broke off: \(error)")
+        }
+        return parser
+    }
+
     /// Every item below the root, folders before their contents: the walk `WalkHistory` compares.
     func walk() async throws -> [Item] {
         var items: [Item] = []
-        var folders: [RemotePath] = [.root]
-        while let folder = folders.popLast() {
-            try await listChildren(of: folder) { item in
+        var folders: [(RemotePath, ItemIdentifier)] = [(.root, .rootContainer)]
+        while let (folder, identifier) = folders.popLast() {
+            try await listChildren(of: folder, identifier: identifier) { item, path in
                 items.append(item)
-                if item.kind == .directory, let path = RemotePath(identifier: item.identifier) {
-                    folders.append(path)
-                }
+                if item.kind == .directory { folders.append((path, item.identifier)) }
             }
         }
         return items

@@ -3,7 +3,8 @@ import TestServers
 import Testing
 
 extension MountTests {
-    /// Issues 2 and 3 over WebDAV: real servers (Apache mod_dav, rclone serve webdav) on 127.0.0.1
+    /// Issues 2 and 3 over WebDAV: real servers (Apache mod_dav, rclone serve webdav, and the
+    /// Nextcloud-like nextcloud-webdav.py, which names items by fileid) on 127.0.0.1
     /// serve the fixture tree, and the mount must show it exactly, fetch only the blocks a read
     /// touches, keep no more requests in flight at the server than the pipeline depth, refuse
     /// indexers, serve what it has when the server is gone, and refuse a wrong password.
@@ -137,6 +138,60 @@ extension MountTests {
             #expect(failed.duration < .seconds(30), "offline cat took \(failed.duration)")
             let listing = try await Command(["ls", "-lR", offline.mountpoint]).check()
             #expect(listing.stdout.contains("before.txt") && listing.stdout.contains("read.txt"))
+        }
+
+        @Test("fileids: a file read before a remount is still local after it and reads the same; others fetch")
+        func nextcloudRemount() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let contents = String(repeating: "named by its fileid\n", count: 1000)
+            try scratch.writeRemote("folder/read.txt", contents)
+            try scratch.writeRemote("folder/later.txt", "read after the remount\n")
+            let server = try await WebDAVTestServer.start(.nextcloud, serving: URL(fileURLWithPath: scratch.remote))
+            defer { server.stop() }
+            let mount = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { mount.unmount() }
+            #expect(try await Command(["cat", "--", mount.path("folder/read.txt")]).check().stdout == contents)
+            mount.unmount()
+
+            let again = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { again.unmount() }
+            #expect(try await again.xattr("user.fpfs.state", of: "folder/read.txt") == "local")
+            #expect(try await Command(["cat", "--", again.path("folder/read.txt")]).check().stdout == contents)
+            let later = try await Command(["cat", "--", again.path("folder/later.txt")]).check()
+            #expect(later.stdout == "read after the remount\n")
+        }
+
+        @Test("fileids: a folder and files made, written and moved through the mount reach the server as such")
+        func nextcloudWrites() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("keep/old.txt", "old\n")
+            let server = try await WebDAVTestServer.start(.nextcloud, serving: URL(fileURLWithPath: scratch.remote))
+            defer { server.stop() }
+            let mount = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { mount.unmount() }
+            let changes = """
+                set -e
+                mkdir "$1/new"
+                echo hello > "$1/new/a.txt"
+                mv "$1/keep" "$1/kept"
+                mv "$1/new/a.txt" "$1/kept/a.txt"
+                """
+            try await Command.bash(changes, mount.mountpoint).check()
+            try await FpfsBinary.command(["sync", mount.mountpoint]).check()
+            let served = { (path: String) in try? String(contentsOfFile: scratch.remote + "/" + path, encoding: .utf8) }
+            #expect(served("kept/old.txt") == "old\n" && served("kept/a.txt") == "hello\n")
+            #expect(!FileManager.default.fileExists(atPath: scratch.remote + "/keep"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.remote + "/new").isEmpty)
+            let moves = try await server.accessLog().filter { $0.method == "MOVE" }.map(\.path)
+            #expect(moves.contains("/dav/keep/"), "the folder's rename was not a MOVE: \(moves)")
+            mount.unmount()
+
+            let again = try await TestMount.start(remote: server.remote, in: scratch)
+            defer { again.unmount() }
+            #expect(try await Command(["cat", "--", again.path("kept/a.txt")]).check().stdout == "hello\n")
+            #expect(try await Command(["cat", "--", again.path("kept/old.txt")]).check().stdout == "old\n")
         }
 
         @Test("webdavs:// reads over TLS from a server the system trusts; an untrusted certificate is refused")

@@ -4,21 +4,27 @@ import Foundation
     import Glibc
 #endif
 
-/// A real WebDAV server on 127.0.0.1 for tests: Apache httpd with mod_dav (Debian's apache2-bin)
-/// or `rclone serve webdav`, serving a folder under `/dav/`, started on a free port and stopped by
-/// its pid.
+/// A real WebDAV server on 127.0.0.1 for tests: Apache httpd with mod_dav (Debian's apache2-bin),
+/// `rclone serve webdav`, or nextcloud-webdav.py (beside this file: a server that behaves like
+/// Nextcloud's, with `oc:fileid` and `sync-collection`), serving a folder under `/dav/`, started on
+/// a free port and stopped by its pid.
 ///
 /// Apache runs from a configuration of its own in a temporary folder, as `www-data` (it refuses to
 /// serve as root), so the served folder must be readable — and writable, for tests that write —
 /// by that user. Its access log records every request with start time and duration, so tests can
 /// count bytes sent and requests in flight. rclone reads no configuration, caches no listing (so
 /// changes made in the folder show at once) and serves names as they are on disk (by default it
-/// would show a tab as `␉`).
+/// would show a tab as `␉`). nextcloud-webdav.py writes an access log like Apache's.
 public final class WebDAVTestServer: @unchecked Sendable {
     public enum Kind: String, CaseIterable, Sendable, CustomStringConvertible {
-        case apache, rclone
+        case apache, rclone, nextcloud
         public var description: String { rawValue }
     }
+
+    /// The fake servers' scripts, run with python3 from where they lie.
+    public static let fakeScript = scriptsFolder + "/fake-webdav.py"
+    static let nextcloudScript = scriptsFolder + "/nextcloud-webdav.py"
+    private static let scriptsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 
     public enum AuthScheme: String, Sendable {
         case basic = "Basic"
@@ -108,6 +114,12 @@ public final class WebDAVTestServer: @unchecked Sendable {
                 ]
                 if let credentials { rclone += ["--user", credentials.user, "--pass", credentials.password] }
                 arguments = rclone
+            case .nextcloud:
+                precondition(bytesPerSecond == nil && credentials == nil && tls == nil, "nextcloud: no auth, rate, TLS")
+                arguments = [
+                    "python3", nextcloudScript, root.path, "--port", String(port), "--access-log",
+                    directory.appending(path: "access.log").path,
+                ]
             }
             let pid = try ChildProcess.spawn(
                 arguments, stdout: .file("/dev/null"), stderr: .file(directory.appending(path: "stderr.log").path),
@@ -194,13 +206,15 @@ public final class WebDAVTestServer: @unchecked Sendable {
         }
     }
 
-    /// Every request Apache logged so far.
+    /// Every request Apache (or nextcloud-webdav.py) logged so far.
     ///
     /// Apache writes a request's line just after it has answered, so a client may hold an answer
     /// whose line is not there yet. So this first asks for a marker path outside `/dav` and waits
     /// (up to 10 s) until the marker's line is in the log: every request answered before is then.
     public func accessLog() async throws -> [AccessLogEntry] {
-        guard kind == .apache, tls == nil else { throw TestServerFailure("only Apache over HTTP keeps an access log") }
+        guard kind != .rclone, tls == nil else {
+            throw TestServerFailure("only Apache over HTTP and nextcloud-webdav.py keep an access log")
+        }
         let marker = "/fpfs-log-marker-\(UUID().uuidString)"
         Self.send("GET \(marker) HTTP/1.0\r\n\r\n", toPort: port)
         let deadline = ContinuousClock.now + .seconds(10)
@@ -212,6 +226,21 @@ public final class WebDAVTestServer: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    /// nextcloud-webdav.py only: makes every sync token handed out so far invalid (403
+    /// `valid-sync-token`), as a server that keeps a short history would.
+    public func forgetSyncTokens() { control("forget-sync-tokens") }
+
+    /// nextcloud-webdav.py only: sync tokens handed out from now on are longer than 500 bytes.
+    public func useLongSyncTokens() { control("long-sync-tokens") }
+
+    /// nextcloud-webdav.py only: REPORT gets 501 from now on, though collections still list it.
+    public func refuseReports() { control("refuse-reports") }
+
+    private func control(_ command: String) {
+        precondition(kind == .nextcloud, "only nextcloud-webdav.py takes control requests")
+        Self.send("POST /fpfs-control/\(command) HTTP/1.0\r\nContent-Length: 0\r\n\r\n", toPort: port)
     }
 
     /// The last lines the server wrote to its error log and stderr, for failure messages.

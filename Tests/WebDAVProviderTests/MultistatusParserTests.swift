@@ -49,6 +49,37 @@ import Testing
         #expect(responses[2].status == 404)
     }
 
+    @Test func readsSyncTokensAndWhetherSyncCollectionIsSupported() throws {
+        let answer = """
+            <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/a</d:href>
+            <d:status>HTTP/1.1 404 Not Found</d:status></d:response><d:response><d:href>/dav/</d:href>
+            <d:status>HTTP/1.1 507 Insufficient Storage</d:status><d:error><d:number-of-matches-within-limits/>
+            </d:error></d:response><d:sync-token>http://sabre.io/ns/sync/7</d:sync-token></d:multistatus>
+            """
+        var parser = MultistatusParser()
+        let members = try parser.feed(Array(answer.utf8))
+        try parser.finish()
+        #expect(members.map(\.status) == [404, 507])
+        #expect(parser.syncToken == "http://sabre.io/ns/sync/7")
+
+        let root = { (reports: String) in
+            """
+            <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/</d:href><d:propstat><d:prop>
+            <d:sync-token>t1</d:sync-token><d:supported-report-set>\(reports)</d:supported-report-set>
+            </d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>
+            """
+        }
+        let report = { (name: String) in "<d:supported-report><d:report><d:\(name)/></d:report></d:supported-report>" }
+        for (reports, offered) in [
+            (report("expand-property") + report("sync-collection"), true), (report("expand-property"), false),
+        ] {
+            var parser = MultistatusParser()
+            let entry = try #require(try parser.feed(Array(root(reports).utf8)).first)
+            #expect(entry.supportsSyncCollection == offered && entry.syncToken == "t1")
+            #expect(parser.syncToken == nil, "a property's sync-token is not the answer's")
+        }
+    }
+
     @Test func refusesAnAnswerThatIsNotAMultistatus() {
         var parser = MultistatusParser()
         #expect(throws: XMLPullParser.Malformed.self) { _ = try parser.feed(Array("<html><body/></html>".utf8)) }

@@ -6,8 +6,8 @@ import Testing
 
 @testable import WebDAVProvider
 
-/// WebDAVProvider must pass the suite every provider runs, against real servers: Apache mod_dav
-/// and `rclone serve webdav`, each serving the fixture from a folder the suite also changes
+/// WebDAVProvider must pass the suite every provider runs, against real servers: Apache mod_dav,
+/// `rclone serve webdav` and nextcloud-webdav.py (with fileids and sync-collection), each serving the fixture from a folder the suite also changes
 /// directly, as another client of the server would.
 @Suite struct WebDAVConformanceTests {
     @Test(arguments: WebDAVTestServer.Kind.allCases)
@@ -25,6 +25,15 @@ import Testing
         }
         suite.pageSizes = [1, 7, 500]
         let report = await suite.run()
+        if kind == .nextcloud {
+            // The suite ran on fileids and on the server's change reports, not on paths and walks.
+            let root = try await provider.enumerator(for: .rootContainer).enumerateItems(
+                startingAt: .initial, suggestedPageSize: 500)
+            #expect(
+                !root.items.isEmpty && root.items.allSatisfy { Int($0.identifier.rawValue) != nil }, "\(root.items)")
+            let reports = try await server.accessLog().filter { $0.method == "REPORT" && $0.status == 207 }
+            #expect(!reports.isEmpty, "no sync-collection REPORT reached the server")
+        }
         await provider.invalidate()
         #expect(report.passed, "\(report)")
         #expect(report.skipped.isEmpty, "\(report)")

@@ -5,7 +5,7 @@
 
 # Debian packages: libfuse3 and its headers (CFuse), fusermount3 (fuse3), pkg-config (finds fuse3),
 # SQLite headers (GRDB), getfattr (attr), sqlite3, the ordinary tools the mount tests drive;
-# python3, which runs the misbehaving WebDAV server of the mount tests (Support/fake-webdav.py);
+# python3, which runs the fake WebDAV servers of the tests (Tests/TestServers/*.py);
 # the real WebDAV servers the tests start: Apache (apache2-bin only: the apache2 package would
 # start a system service on port 80; apache2-utils for htpasswd; openssl for the certificates of
 # the TLS tests) and rclone; curl for the benchmarks' baseline; the tools the write tests run

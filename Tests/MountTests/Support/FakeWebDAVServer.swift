@@ -6,7 +6,7 @@ import TestServers
     import Glibc
 #endif
 
-/// A WebDAV server for one test: Support/fake-webdav.py run with python3, serving a folder under
+/// A WebDAV server for one test: Tests/TestServers/fake-webdav.py run with python3, serving a folder under
 /// `/dav/` on 127.0.0.1 and misbehaving as its rules say.
 ///
 /// The server reads its rules file before every request, so `setRules` takes effect at the next
@@ -38,9 +38,7 @@ final class FakeWebDAVServer: Sendable {
         }
     }
 
-    /// The script, next to this file.
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("fake-webdav.py").path
+    static let script = WebDAVTestServer.fakeScript
 
     /// The folder served under `/dav/`.
     let root: String

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""A small WebDAV server that misbehaves on request, for fpfs's mount tests.
+"""A small WebDAV server for fpfs's tests: one that misbehaves on request, or one that behaves
+like Nextcloud.
 
-Serves the folder ROOT read-only under /dav/ on 127.0.0.1 with HTTP/1.1 keep-alive: PROPFIND
-(Depth 0 and 1) and GET (with at most one `Range: bytes=A-B`). It reads the JSON rules file again
+Serves the folder ROOT under /dav/ on 127.0.0.1 with HTTP/1.1 keep-alive: PROPFIND (Depth 0 and
+1) and GET (with at most one `Range: bytes=A-B`); with --nextcloud also the writes and the
+features of an ownCloud/Nextcloud-style server: nextcloud-webdav.py, beside this script, builds on
+its Handler. With --rules it reads the JSON rules file again
 before every request, so a test can change its behaviour in the middle of a read. The file holds
 a list of rules such as
 
@@ -22,11 +25,14 @@ first N requests it matches only (counted per rule, for as long as the server ru
     hrefDotDot   ... an extra member /dav/../etc/passwd
     hrefSlash    ... an extra member /dav/FOLDER/a%2Fb (a '/' inside a name)
 
-Usage: fake-webdav.py ROOT --rules FILE [--port N] [--port-file FILE]
+Usage: fake-webdav.py ROOT [--rules FILE] [--port N] [--port-file FILE] [--access-log FILE]
 
 Listens on port N (default 0: any free port), prints the port on the first line of stdout and,
 with --port-file, also writes it to that file (atomically, so a reader never sees half of it).
-Exits when the process that started it has gone, so a crashed test leaves no server behind.
+With --access-log it appends a line for each request, in the tab-separated format of the Apache
+that WebDAVTestServer configures (start in microseconds, duration, method, status, body bytes,
+Range, decoded path). Exits when the process that started it has gone, so a crashed test leaves
+no server behind.
 """
 
 import argparse
@@ -53,6 +59,36 @@ EXTRA_HREFS = {
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle's algorithm the body would wait for
+    # the client's delayed ACK, 40 ms per request on a kept-alive connection.
+    disable_nagle_algorithm = True
+
+    def handle_one_request(self):
+        """Serves one request, then logs it when --access-log asks for it."""
+        self.started, self.status_sent, self.body_sent = time.time(), None, 0
+        super().handle_one_request()
+        if self.server.access_log and self.status_sent is not None:
+            path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+            line = (f"{int(self.started * 1e6)}\t{int((time.time() - self.started) * 1e6)}\t{self.command}\t"
+                    f"{self.status_sent}\t{self.body_sent}\t{self.headers.get('Range') or '-'}\t{path}\n")
+            with self.server.lock, open(self.server.access_log, "a", encoding="utf-8") as log:
+                log.write(line)
+
+    def send_response(self, code, message=None):
+        self.status_sent = code
+        super().send_response(code, message)
+
+    def write_body(self, data):
+        self.wfile.write(data)
+        self.body_sent += len(data)
+
+    def extra_headers(self, path):
+        """Headers a subclass adds to a GET's answer."""
+        return []
+
+    def extra_properties(self, path, status):
+        """Properties a subclass adds to a PROPFIND member (XML inside <d:prop>)."""
+        return ""
 
     def do_GET(self):
         rule = self.matching_rule()
@@ -73,7 +109,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_status(416, [("Content-Range", f"bytes */{size}")])
             if fault == "wrongRange":
                 start += 1
-        headers = self.validators(status) + [("Accept-Ranges", "bytes"), ("Content-Length", str(end - start + 1))]
+        headers = self.validators(status) + self.extra_headers(path)
+        headers += [("Accept-Ranges", "bytes"), ("Content-Length", str(end - start + 1))]
         if wanted:
             headers.append(("Content-Range", f"bytes {start}-{end}/{size}"))
         self.send_head(206 if wanted else 200, headers)
@@ -89,26 +126,33 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_status(404)
         relative = os.path.relpath(path, self.server.root)
         parts = [] if relative == "." else relative.split(os.sep)
-        href = PREFIX + "/" + "".join(urllib.parse.quote(part) + "/" for part in parts)
+        href = PREFIX + "/" + "".join(quote(part) + "/" for part in parts)
         if not os.path.isdir(path):
             href = href[:-1]
-        entries = [member(href, os.stat(path))]
+        entries = [self.member(href, path)]
         if os.path.isdir(path) and self.headers.get("Depth") != "0":
             for name in sorted(os.listdir(path)):
-                child = os.stat(os.path.join(path, name))
                 slash = "/" if os.path.isdir(os.path.join(path, name)) else ""
-                entries.append(member(href + urllib.parse.quote(name) + slash, child))
+                entries.append(self.member(href + quote(name) + slash, os.path.join(path, name)))
             if fault in EXTRA_HREFS:
                 entries.append(member(EXTRA_HREFS[fault](href), os.stat(path)))
-        body = ('<?xml version="1.0" encoding="utf-8"?>\n<d:multistatus xmlns:d="DAV:">'
-                + "".join(entries) + "</d:multistatus>\n").encode()
+        body = multistatus(entries)
         if fault == "badXML":
             body = body[: len(body) // 2] + b"<&garbage"
-        self.send_head(207, [("Content-Type", "application/xml; charset=utf-8"), ("Content-Length", str(len(body)))])
-        self.wfile.write(body)
+        self.send_xml(207, body)
+
+    def member(self, href, path):
+        status = os.stat(path)
+        return member(href, status, self.extra_properties(path, status))
+
+    def send_xml(self, code, body):
+        self.send_head(code, [("Content-Type", "application/xml; charset=utf-8"), ("Content-Length", str(len(body)))])
+        self.write_body(body)
 
     def matching_rule(self):
         """The first rule of the rules file that applies to this request, or {} when none does."""
+        if not self.server.rules_file:
+            return {}
         try:
             with open(self.server.rules_file, encoding="utf-8") as file:
                 rules = json.load(file)
@@ -129,13 +173,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def local_path(self):
         """The path under ROOT that the URL names; None outside /dav/ or for a `.` or `..` part."""
-        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
-        if path != PREFIX and not path.startswith(PREFIX + "/"):
-            return None
-        parts = [part for part in path[len(PREFIX):].split("/") if part]
-        if any(part in (".", "..") for part in parts):
-            return None
-        return os.path.join(self.server.root, *parts)
+        return local_path(self.server.root, self.path)
 
     @staticmethod
     def validators(status):
@@ -149,9 +187,9 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def send_status(self, code, headers=()):
-        body = f"{code} {self.responses[code][0]}\n".encode()
+        body = b"" if code == 204 else f"{code} {self.responses[code][0]}\n".encode()
         self.send_head(code, [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))] + list(headers))
-        self.wfile.write(body)
+        self.write_body(body)
 
     def send_file(self, path, start, length, rule):
         """Sends `length` bytes from `start`: all of them, slowly, or half and then nothing more."""
@@ -167,7 +205,7 @@ class Handler(BaseHTTPRequestHandler):
                     data = file.read(min(chunk, length))
                     if not data:
                         break
-                    self.wfile.write(data)
+                    self.write_body(data)
                     length -= len(data)
                     if fault == "slow":
                         time.sleep(0.1)
@@ -177,13 +215,34 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(STALL_SECONDS)
 
 
+def local_path(root, url):
+    """The path under root that a URL names; None outside /dav/ or for a `.` or `..` part."""
+    path = urllib.parse.unquote(urllib.parse.urlsplit(url).path, errors="surrogateescape")
+    if path != PREFIX and not path.startswith(PREFIX + "/"):
+        return None
+    parts = [part for part in path[len(PREFIX):].split("/") if part]
+    if any(part in (".", "..") for part in parts):
+        return None
+    return os.path.join(root, *parts)
+
+
+def quote(name):
+    """A name as an href spells it; names that are not UTF-8 keep their bytes."""
+    return urllib.parse.quote(os.fsencode(name))
+
+
+def multistatus(responses):
+    return ('<?xml version="1.0" encoding="utf-8"?>\n<d:multistatus xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">'
+            + "".join(responses) + "</d:multistatus>\n").encode()
+
+
 def etag(status):
     return f'"{status.st_size}-{status.st_mtime_ns}"'
 
 
-def member(href, status):
-    """One <d:response> of a multistatus: the properties fpfs asks for, all with 200. An href
-    ending in '/' is a collection."""
+def member(href, status, extra=""):
+    """One <d:response> of a multistatus: the properties fpfs asks for and `extra`, all with 200.
+    An href ending in '/' is a collection."""
     if href.endswith("/"):
         kind, length = "<d:resourcetype><d:collection/></d:resourcetype>", ""
     else:
@@ -191,7 +250,7 @@ def member(href, status):
     modified = email.utils.formatdate(status.st_mtime, usegmt=True)
     return (f"<d:response><d:href>{href}</d:href><d:propstat><d:prop>{kind}{length}"
             f"<d:getetag>{etag(status)}</d:getetag><d:getlastmodified>{modified}</d:getlastmodified>"
-            "</d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>")
+            f"{extra}</d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>")
 
 
 def exit_with_parent():
@@ -202,19 +261,26 @@ def exit_with_parent():
     os._exit(0)
 
 
-def main():
-    arguments = argparse.ArgumentParser(description="A WebDAV server that misbehaves on request.")
-    arguments.add_argument("root")
-    arguments.add_argument("--rules", required=True)
-    arguments.add_argument("--port", type=int, default=0)
-    arguments.add_argument("--port-file")
-    options = arguments.parse_args()
+def arguments(description):
+    """The command line both servers take."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("root")
+    parser.add_argument("--rules")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port-file")
+    parser.add_argument("--access-log")
+    return parser
 
-    server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
+
+def serve(handler, options, setup=lambda server: None):
+    """Listens, tells the port, and serves until killed or orphaned."""
+    server = ThreadingHTTPServer(("127.0.0.1", options.port), handler)
     server.root = os.path.abspath(options.root)
     server.rules_file = options.rules
+    server.access_log = options.access_log
     server.lock = threading.Lock()
     server.rule_uses = {}
+    setup(server)
     port = server.server_address[1]
     if options.port_file:
         with open(options.port_file + ".tmp", "w", encoding="utf-8") as file:
@@ -226,4 +292,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    serve(Handler, arguments("A WebDAV server that misbehaves on request.").parse_args())
