@@ -66,9 +66,11 @@ extension MetadataStore {
                 let record = try ItemRecord.fetchOne(
                     db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
             else { return }
-            let creation = try Bool.fetchOne(
-                db, sql: "SELECT isCreation FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
-            if creation != true {
+            // An item never sent needs no deletion; one whose creation is being sent does, in its
+            // place in the order (completeCreation gives it the remote identifier).
+            let pending = try PendingChange.fetchOne(
+                db, sql: "SELECT * FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+            if pending.map({ !$0.isCreation || !$0.sending.isEmpty }) ?? true {
                 let item = record.item
                 try db.execute(
                     sql: """
@@ -82,7 +84,7 @@ extension MetadataStore {
             }
             for sql in [
                 "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
-                "DELETE FROM item WHERE inode = ?",
+                "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
             ] {
                 try db.execute(sql: sql, arguments: [Int64(inode)])
             }
@@ -148,8 +150,11 @@ extension MetadataStore {
 
     /// Takes a pending change for sending: its fields move aside (`sending`), so that changes made
     /// while it is sent gather anew, and comes back with the item as it is now. Nil when there is
-    /// nothing to send (the item was deleted, or sent already).
-    public func beginSending(inode: UInt64) async throws -> (change: PendingChange, record: ItemRecord)? {
+    /// nothing to send (the item was deleted, or sent already) or the entry is no longer at
+    /// `sequence`: it changed since the caller read the journal, and its place in the order with it.
+    public func beginSending(inode: UInt64, sequence: Int64) async throws
+        -> (change: PendingChange, record: ItemRecord)?
+    {
         try await writer.write { db in
             guard
                 let row = try Row.fetchOne(
@@ -160,7 +165,7 @@ extension MetadataStore {
                         """, arguments: [Int64(inode)])
             else { return nil }
             let change = try PendingChange(row: row)
-            guard change.isCreation || !change.fields.isEmpty else { return nil }
+            guard change.sequence == sequence, change.isCreation || !change.fields.isEmpty else { return nil }
             try db.execute(
                 sql: "UPDATE pendingChange SET sending = fields, fields = 0 WHERE inode = ?", arguments: [Int64(inode)])
             return (change, try ItemRecord(row: row))
@@ -171,12 +176,15 @@ extension MetadataStore {
     /// version (its children and cached content follow the identifier), and the creation is done.
     /// Changes made while it was sent stay pending. Returns false when the item was deleted here
     /// meanwhile.
-    public func completeCreation(inode: UInt64, remote: Item) async throws -> Bool {
+    public func completeCreation(inode: UInt64, localIdentifier: ItemIdentifier, remote: Item) async throws -> Bool {
         try await writer.write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
-            else { return false }
+            else {
+                try Self.rebaseDeletion(of: localIdentifier, onto: remote, in: db)
+                return false
+            }
             try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: true, in: db)
             try db.execute(sql: "UPDATE pendingChange SET isCreation = 0 WHERE inode = ?", arguments: [Int64(inode)])
             try Self.finishSending(inode: inode, in: db)
@@ -193,15 +201,7 @@ extension MetadataStore {
                 let record = try ItemRecord.fetchOne(
                     db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
             else {
-                try db.execute(
-                    sql: """
-                        UPDATE OR REPLACE pendingDeletion SET identifier = ?, contentVersion = ?, metadataVersion = ?
-                        WHERE identifier = ?
-                        """,
-                    arguments: [
-                        remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata),
-                        previousIdentifier.rawValue,
-                    ])
+                try Self.rebaseDeletion(of: previousIdentifier, onto: remote, in: db)
                 return
             }
             try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
@@ -392,6 +392,19 @@ extension MetadataStore {
                 sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?",
                 arguments: [remote.identifier.rawValue, old.rawValue])
         }
+    }
+
+    /// An item deleted here while a send of it was under way: its pending deletion must name what
+    /// the send made of it on the remote (its identifier, its version), or it would miss it.
+    private static func rebaseDeletion(of old: ItemIdentifier, onto remote: Item, in db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE OR REPLACE pendingDeletion SET identifier = ?, contentVersion = ?, metadataVersion = ?
+                WHERE identifier = ?
+                """,
+            arguments: [
+                remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), old.rawValue,
+            ])
     }
 
     /// Ends a send: what was sent is done; a change made meanwhile stays pending.

@@ -105,6 +105,13 @@ public final class MetadataStore: Sendable {
                       local TEXT PRIMARY KEY,
                       remote TEXT NOT NULL
                     );
+                    -- Users' own extended attributes (user.*), kept here only.
+                    CREATE TABLE userAttribute (
+                      inode INTEGER NOT NULL,
+                      name TEXT NOT NULL,
+                      value BLOB NOT NULL,
+                      PRIMARY KEY (inode, name)
+                    );
                     CREATE TABLE localContent (
                       inode INTEGER PRIMARY KEY,
                       isConflictCopy INTEGER NOT NULL DEFAULT 0

@@ -349,20 +349,36 @@ extension FileSystem {
 
     // MARK: Extended attributes
 
-    /// User attributes are not kept yet; `user.fpfs.*` are the engine's and read-only.
+    /// Users' own attributes (`user.*`) are kept in the store, on this machine only; other
+    /// namespaces are not supported.
     public func setxattr(inode: InodeNumber, name: String, value: [UInt8], flags: Int32, context: RequestContext)
         async throws
     {
         try await answering {
             try self.refuseIfReadOnly()
-            throw Errno.notSupported
+            // The engine's own are derived, not stored: setting one is ignored, so that copying
+            // between two mounts with `rsync -aX` works.
+            if name.hasPrefix(ExtendedAttribute.enginePrefix) { return }
+            guard ExtendedAttribute.isUsers(name) else { throw Errno.notSupported }
+            guard value.count <= ExtendedAttribute.maximumValueSize else { throw Errno.argListTooLong }
+            let record = try await self.record(inode)
+            let set = try await self.store.setUserAttribute(
+                inode: record.inode, name: name, value: value, mustExist: flags & Self.xattrReplace != 0,
+                mustBeNew: flags & Self.xattrCreate != 0)
+            if !set { throw flags & Self.xattrCreate != 0 ? Errno.fileExists : ErrnoMapping.noAttribute }
         }
     }
 
     public func removexattr(inode: InodeNumber, name: String, context: RequestContext) async throws {
         try await answering {
             try self.refuseIfReadOnly()
-            throw Errno.notSupported
+            // Likewise removing one: `rsync -aX` removes what its source lacks.
+            if name.hasPrefix(ExtendedAttribute.enginePrefix) { return }
+            guard ExtendedAttribute.isUsers(name) else { throw Errno.notSupported }
+            let record = try await self.record(inode)
+            guard try await self.store.removeUserAttribute(inode: record.inode, name: name) else {
+                throw ErrnoMapping.noAttribute
+            }
         }
     }
 
@@ -386,6 +402,9 @@ extension FileSystem {
 
     /// renameat2's RENAME_NOREPLACE (linux/fs.h), which Glibc's module does not export.
     private static let renameNoReplace: UInt32 = 1 << 0
+    /// setxattr's XATTR_CREATE and XATTR_REPLACE (linux/xattr.h), likewise.
+    private static let xattrCreate: Int32 = 1
+    private static let xattrReplace: Int32 = 2
 
     func refuseIfReadOnly() throws {
         if configuration.isReadOnly { throw Errno.readOnlyFileSystem }

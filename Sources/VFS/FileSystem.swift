@@ -322,6 +322,12 @@ public final class FileSystem: FileSystemOperations {
     public func getxattr(inode: InodeNumber, name: String, context: RequestContext) async throws -> [UInt8] {
         try await answering {
             let record = try await self.record(inode)
+            if ExtendedAttribute.isUsers(name) {
+                guard let value = try await self.store.userAttribute(inode: record.inode, name: name) else {
+                    throw ErrnoMapping.noAttribute
+                }
+                return value
+            }
             guard let value = try await self.extendedAttributes(of: record, inode: inode)[name] else {
                 throw ErrnoMapping.noAttribute
             }
@@ -332,7 +338,8 @@ public final class FileSystem: FileSystemOperations {
     public func listxattr(inode: InodeNumber, context: RequestContext) async throws -> [String] {
         try await answering {
             let record = try await self.record(inode)
-            return try await self.extendedAttributes(of: record, inode: inode).keys.sorted()
+            let users = try await self.store.userAttributeNames(inode: record.inode)
+            return try await self.extendedAttributes(of: record, inode: inode).keys.sorted() + users
         }
     }
 

@@ -41,7 +41,10 @@ final class Uploader: Sendable {
 
     /// Guards the entries in flight, the retry times and the items that last failed for good.
     private struct State {
-        var inFlight: Set<Key> = []
+        /// The entries being sent, and whether each is a rename, move or deletion. Their rows may
+        /// be gone from the journal already (an item deleted while its creation is sent), so the
+        /// order is kept against these as well.
+        var inFlight: [Key: Bool] = [:]
         /// Counts ended sends. A snapshot of the journal read before a send ended still shows that
         /// entry as it was (a creation that is done now), so entries ended after the snapshot's
         /// count are skipped until the next snapshot.
@@ -91,7 +94,7 @@ final class Uploader: Sendable {
 
     func state(of inode: UInt64) -> ItemState? {
         state.withLock { state in
-            if state.inFlight.contains(.item(inode)) { return .uploading }
+            if state.inFlight[.item(inode)] != nil { return .uploading }
             return state.refused.contains(inode) ? .error : nil
         }
     }
@@ -114,7 +117,7 @@ final class Uploader: Sendable {
                         await self.perform(entry)
                         self.state.withLock { state in
                             let key = Self.key(of: entry)
-                            state.inFlight.remove(key)
+                            state.inFlight[key] = nil
                             state.ended += 1
                             state.endedAt[key] = state.ended
                         }
@@ -146,13 +149,17 @@ final class Uploader: Sendable {
                     if barrier { earlierBarrier = true }
                 }
                 guard state.inFlight.count < depth else { break }
-                if barrier ? earlierPending : earlierBarrier { continue }
-                if state.inFlight.contains(key) { continue }
+                if barrier {
+                    if earlierPending || !state.inFlight.isEmpty { continue }
+                } else if earlierBarrier || state.inFlight.values.contains(true) {
+                    continue
+                }
+                if state.inFlight[key] != nil { continue }
                 if let time = state.retryAt[key], time > now { continue }
                 if case .change(_, let record) = entry {
                     if record.item.parentIdentifier.isLocal || localFiles.isOpenForWriting(record.inode) { continue }
                 }
-                state.inFlight.insert(key)
+                state.inFlight[key] = barrier
                 chosen.append(entry)
             }
             return chosen
@@ -190,7 +197,10 @@ final class Uploader: Sendable {
         do {
             switch entry {
             case .change(let change, _):
-                guard let (change, record) = try await store.beginSending(inode: change.inode) else { break }
+                guard
+                    let (change, record) = try await store.beginSending(
+                        inode: change.inode, sequence: change.sequence)
+                else { break }
                 try await send(change, of: record)
             case .deletion(let deletion): try await send(deletion)
             }
@@ -254,11 +264,9 @@ final class Uploader: Sendable {
             try await takeConflictName(record)
             return
         }
-        if try await store.completeCreation(inode: inode, remote: remote) {
+        // Deleted here while it was being created, the item has a deletion in the journal instead.
+        if try await store.completeCreation(inode: inode, localIdentifier: item.identifier, remote: remote) {
             nodes.replaceIdentifier(item.identifier, with: remote, inode: InodeNumber(inode))
-        } else {
-            // Deleted here while it was being created: the remote must not keep it.
-            try await provider.deleteItem(identifier: remote.identifier, baseVersion: nil, options: [.recursive])
         }
     }
 
@@ -327,6 +335,11 @@ final class Uploader: Sendable {
     }
 
     private func send(_ deletion: PendingDeletion) async throws {
+        // Still local: the creation it waited for failed, so the remote never had the item.
+        if deletion.identifier.isLocal {
+            try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+            return
+        }
         do {
             try await provider.deleteItem(
                 identifier: deletion.identifier, baseVersion: deletion.kind == .directory ? nil : deletion.baseVersion,

@@ -39,6 +39,7 @@ extension MountTests {
             try await Command.bash(
                 """
                 set -e
+                setfattr -n user.origin -v "the source" "$2/a/file-1.bin"
                 git init -q "$1" && cp -r "$2" "$1/tree" && cd "$1"
                 git add . && git -c user.name=t -c user.email=t@t commit -qm initial
                 tar -cf "$3" -C "$2" .
@@ -56,7 +57,7 @@ extension MountTests {
                 mkdir "$1" && cd "$1"
                 cp -a "$2" copied
                 mkdir tarred && tar -xf "$4" -C tarred
-                rsync -a "$2/" rsynced/
+                rsync -aX "$2/" rsynced/
                 git clone -q "$3" cloned
                 git -C cloned fsck --strict
                 echo "a change" >> cloned/tree/a/file-1.bin
@@ -68,6 +69,10 @@ extension MountTests {
                 """, work, source, repository, scratch.path + "/source.tar", timeout: .seconds(300)
             ).check()
             #expect(steps.lines.suffix(2) == ["ok", "4"], "sqlite3 said \(steps.stdout)")
+            for copy in ["work/copied/a/file-1.bin", "work/rsynced/a/file-1.bin"] {
+                #expect(
+                    try await mount.xattr("user.origin", of: copy) == "the source", "\(copy) lost its user attribute")
+            }
 
             try await mount.sync()
             let difference = await Command(

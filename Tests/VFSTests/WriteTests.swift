@@ -156,4 +156,28 @@ struct WriteTests {
         let uploaded = try #require(remote.item(atPath: "docs/readme.txt"))
         #expect(remote.contents(of: uploaded.identifier) == bytes("hEll"))
     }
+
+    @Test func userAttributesAreKeptAndTheEnginesIgnored() async throws {
+        let vfs = try await VFSHarness.make(provider: try makeRemote())
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        let fs = vfs.fileSystem
+        try await fs.setxattr(inode: readme, name: "user.tag", value: bytes("red"), flags: 0, context: vfs.context)
+        #expect(try await vfs.xattr(readme, "user.tag") == "red")
+        #expect(try await fs.listxattr(inode: readme, context: vfs.context).contains("user.tag"))
+        await #expect(throws: Errno.fileExists) {
+            try await fs.setxattr(inode: readme, name: "user.tag", value: [], flags: 1, context: vfs.context)
+        }
+        await #expect(throws: Errno(rawValue: ENODATA)) {
+            try await fs.setxattr(inode: readme, name: "user.other", value: [], flags: 2, context: vfs.context)
+        }
+        await #expect(throws: Errno.notSupported) {
+            try await fs.setxattr(inode: readme, name: "trusted.x", value: [], flags: 0, context: vfs.context)
+        }
+        try await fs.setxattr(inode: readme, name: "user.fpfs.state", value: bytes("x"), flags: 0, context: vfs.context)
+        #expect(try await vfs.xattr(readme, "user.fpfs.state") != "x")
+        try await fs.removexattr(inode: readme, name: "user.tag", context: vfs.context)
+        await #expect(throws: Errno(rawValue: ENODATA)) {
+            try await fs.removexattr(inode: readme, name: "user.tag", context: vfs.context)
+        }
+    }
 }
