@@ -93,17 +93,21 @@ extension MetadataStore {
     }
 
     /// Everything the remote still needs to hear, in journal order.
-    public func pendingWork() async throws -> [PendingWork] {
+    /// The first `limit` of them: the uploader looks at the head of the journal only, so that a
+    /// long journal costs the same to look at as a short one.
+    public func pendingWork(limit: Int = Int(Int32.max)) async throws -> [PendingWork] {
         try await writer.read { db in
             let changes = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT pendingChange.*, item.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
-                    """
+                    ORDER BY pendingChange.sequence LIMIT ?
+                    """, arguments: [limit]
             ).map { row in PendingWork.change(try PendingChange(row: row), try ItemRecord(row: row)) }
-            let deletions = try PendingDeletion.fetchAll(db, sql: "SELECT * FROM pendingDeletion")
-                .map(PendingWork.deletion)
-            return (changes + deletions).sorted { $0.sequence < $1.sequence }
+            let deletions = try PendingDeletion.fetchAll(
+                db, sql: "SELECT * FROM pendingDeletion ORDER BY sequence LIMIT ?", arguments: [limit]
+            ).map(PendingWork.deletion)
+            return Array((changes + deletions).sorted { $0.sequence < $1.sequence }.prefix(limit))
         }
     }
 

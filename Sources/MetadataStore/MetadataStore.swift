@@ -18,6 +18,10 @@ public final class MetadataStore: Sendable {
     public init(file: URL) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        // In WAL mode, NORMAL syncs at checkpoints rather than at every commit: a commit is still
+        // safe from a killed daemon (the durability contract), and only a power cut may lose the
+        // last ones. FULL made every write-type operation wait for a disk flush.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         self.writer = try DatabasePool(path: file.path, configuration: configuration)
         try Self.migrator.migrate(writer)
     }
@@ -95,6 +99,8 @@ public final class MetadataStore: Sendable {
                       attempts INTEGER NOT NULL DEFAULT 0,
                       lastError TEXT
                     );
+                    CREATE INDEX pendingChange_by_sequence ON pendingChange(sequence);
+                    CREATE INDEX pendingDeletion_by_sequence ON pendingDeletion(sequence);
                     CREATE TABLE journalClock (sequence INTEGER NOT NULL);
                     INSERT INTO journalClock (sequence) VALUES (0);
                     -- Files whose whole content lives in the local folder rather than the block

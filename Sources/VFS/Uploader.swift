@@ -107,7 +107,7 @@ final class Uploader: Sendable {
                 let snapshot = state.withLock { $0.ended }
                 let work: [PendingWork]
                 do {
-                    work = try await store.pendingWork()
+                    work = try await store.pendingWork(limit: Self.window)
                 } catch {
                     logger.error("cannot read the journal: \(error)")
                     work = []
@@ -171,6 +171,10 @@ final class Uploader: Sendable {
         let next = state.withLock { $0.retryAt.values.filter { $0 > now }.min() }
         return next.map { max($0 - now, .milliseconds(10)) } ?? .seconds(30)
     }
+
+    /// How much of the journal's head the uploader looks at each time: enough to keep the upload
+    /// depth busy past entries that must wait.
+    private static let window = 512
 
     private static func key(of entry: PendingWork) -> Key {
         switch entry {
