@@ -92,21 +92,23 @@ extension MountTests {
             }
         }
 
-        @Test("changes made while the server is down return at once and reach it when it is back")
-        func offlineChanges() async throws {
+        @Test(
+            "changes made while the remote is away return at once and reach it when it is back",
+            arguments: WritableRemote.Kind.allCases)
+        func offlineChanges(_ kind: WritableRemote.Kind) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             for name in ["edit.txt", "rename.txt", "delete.txt", "keep.txt"] {
                 try scratch.writeRemote(name, "\(name) as the server had it\n")
             }
-            let remote = try await WritableRemote.start(.apache, in: scratch)
+            let remote = try await WritableRemote.start(kind, in: scratch)
             defer { remote.stop() }
             let mount = try await TestMount.start(
                 remote: remote.argument, in: scratch, options: ["--remote-timeout", "3"])
             defer { mount.unmount() }
             try await Command(["cat", mount.path("edit.txt")]).check()
 
-            remote.stopServer()
+            try remote.goAway()
             let changes = try await Command.bash(
                 """
                 set -e
@@ -128,7 +130,7 @@ extension MountTests {
                 ])
             #expect(try await mount.status().uploads.pending > 0)
 
-            try await remote.startServerAgain()
+            try await remote.comeBack()
             try await mount.sync()
             let served = try await Command.bash(
                 "cd \"$1\" && find . -type f | sort && cat edit.txt created.txt folder/inner.txt renamed.txt",
@@ -142,18 +144,20 @@ extension MountTests {
                 ])
         }
 
-        @Test("a write fsynced while the server is down survives kill -9 of the daemon")
-        func fsyncedWriteSurvivesKill() async throws {
+        @Test(
+            "a write fsynced while the remote is away survives kill -9 of the daemon",
+            arguments: WritableRemote.Kind.allCases)
+        func fsyncedWriteSurvivesKill(_ kind: WritableRemote.Kind) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             try scratch.writeRemote("old.txt", "old\n")
-            let remote = try await WritableRemote.start(.apache, in: scratch)
+            let remote = try await WritableRemote.start(kind, in: scratch)
             defer { remote.stop() }
             let first = try await TestMount.start(
                 remote: remote.argument, in: scratch, options: ["--remote-timeout", "3"])
             defer { first.unmount() }
             try await Command(["ls", first.mountpoint]).check()
-            remote.stopServer()
+            try remote.goAway()
             try await Command.bash(
                 "head -c 2000000 /dev/urandom > \"$2\" && dd if=\"$2\" of=\"$1\" bs=64k conv=fsync status=none",
                 first.path("precious.bin"), scratch.path + "/precious.bin"
@@ -162,7 +166,7 @@ extension MountTests {
             daemon.send(SIGKILL)
             #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
 
-            try await remote.startServerAgain()
+            try await remote.comeBack()
             let second = try await TestMount.start(remote: remote.argument, in: scratch)
             defer { second.unmount() }
             try await second.sync()
@@ -202,11 +206,15 @@ extension MountTests {
             #expect(try await mount.xattr("user.fpfs.state", of: copy) == "conflict")
         }
 
-        @Test("fio verifies sequential and random writes, and stress-ng's file stressors pass")
-        func fioAndStressNg() async throws {
+        @Test(
+            "fio verifies sequential and random writes, and stress-ng's file stressors pass",
+            arguments: WritableRemote.Kind.allCases)
+        func fioAndStressNg(_ kind: WritableRemote.Kind) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let mount = try await TestMount.start(remote: scratch.remote, in: scratch)
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let mount = try await TestMount.start(remote: remote.argument, in: scratch)
             defer { mount.unmount() }
             try await Command.bash(
                 """
@@ -222,7 +230,7 @@ extension MountTests {
                 """, mount.mountpoint, timeout: .seconds(240)
             ).check()
             try await mount.sync()
-            let difference = await Command(["diff", "-r", mount.mountpoint, scratch.remote], timeout: .seconds(60))
+            let difference = await Command(["diff", "-r", mount.mountpoint, remote.folder], timeout: .seconds(60))
                 .run()
             #expect(difference.succeeded, "the remote differs after fio and stress-ng: \(difference)")
         }

@@ -2,8 +2,9 @@ import Foundation
 import TestServers
 
 /// The remote of a write test: the scratch directory's `remote/` folder, mounted as a folder or
-/// served by Apache mod_dav. The server can be stopped and started again on the same port, where
-/// the mount expects it.
+/// served by Apache mod_dav. Either can go away and come back where the mount expects it: the
+/// server is stopped and started again on the same port; the folder is moved aside and back, as
+/// a disk that is unplugged and plugged in again.
 final class WritableRemote: @unchecked Sendable {
     enum Kind: String, CaseIterable, CustomStringConvertible, Sendable {
         case folder
@@ -43,21 +44,38 @@ final class WritableRemote: @unchecked Sendable {
     /// Where the remote keeps its files.
     var folder: String { scratch.remote }
 
-    /// Stops the server (a folder cannot be stopped).
-    func stopServer() {
+    private var awayPath: String { scratch.path + "/remote-away" }
+
+    /// Makes the remote unreachable.
+    func goAway() throws {
+        switch kind {
+        case .folder:
+            try FileManager.default.moveItem(atPath: folder, toPath: awayPath)
+        case .apache:
+            let running = lock.withLock {
+                defer { server = nil }
+                return server
+            }
+            running?.stop()
+        }
+    }
+
+    /// Makes the remote reachable again, where it was.
+    func comeBack() async throws {
+        guard let port else {
+            try FileManager.default.moveItem(atPath: awayPath, toPath: folder)
+            return
+        }
+        let started = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: folder), port: port)
+        lock.withLock { server = started }
+    }
+
+    /// Stops the server, if any, for good.
+    func stop() {
         let running = lock.withLock {
             defer { server = nil }
             return server
         }
         running?.stop()
     }
-
-    /// Starts the server again on its old port.
-    func startServerAgain() async throws {
-        guard let port else { return }
-        let started = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: folder), port: port)
-        lock.withLock { server = started }
-    }
-
-    func stop() { stopServer() }
 }
