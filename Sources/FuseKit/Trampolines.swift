@@ -52,7 +52,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
 
 /// Answers `raw` from a new task: `operation` runs against the filesystem, `reply` sends what it
 /// returned; a thrown error is answered by `Reply.fail`. The task is cancelled if the kernel
-/// interrupts the request.
+/// interrupts the request, before or while it runs.
 private func respond<Value: Sendable>(
     _ raw: OpaquePointer?,
     _ operation: @escaping @Sendable (any FileSystemOperations, RequestContext) async throws -> Value,
@@ -71,7 +71,10 @@ private func respond<Value: Sendable>(
         tasks[request.key] = Task {
             let outcome: Result<Value, any Error>
             do {
-                if fuse_req_interrupted(request.raw) != 0 { throw CancellationError() }
+                // An interrupt that came before the task existed cancels it now, like a later one:
+                // the filesystem decides what a cancelled request does (a change it has begun
+                // finishes; a wait for the remote gives up).
+                if fuse_req_interrupted(request.raw) != 0 { withUnsafeCurrentTask { $0?.cancel() } }
                 outcome = .success(try await operation(session.operations, context))
             } catch {
                 outcome = .failure(error)

@@ -216,7 +216,7 @@ public final class FileSystem: FileSystemOperations {
     public func read(
         inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext
     ) async throws -> ReadReply {
-        try await answering {
+        try await answeringInterruptibly {
             guard let file = self.openFiles[handle.rawValue] else { throw Errno.badFileDescriptor }
             if let local = file.local {
                 let end = try await local.size()
@@ -369,8 +369,18 @@ public final class FileSystem: FileSystemOperations {
 
     // MARK: Helpers
 
-    /// Runs a request's body and turns whatever it throws into the errno the caller should see.
-    func answering<T>(_ body: () async throws -> T) async throws -> T {
+    /// Runs a request's body to its end and turns whatever it throws into the errno the caller
+    /// should see. The kernel's INTERRUPT (the caller got a signal) cancels a request's task; the
+    /// body runs in a task of its own and does not see that, because a change already made must
+    /// not be answered with EINTR, and a lookup or getattr answered from the store never needs to
+    /// be cut short (on a local disk these calls are never interrupted, and tools do not expect it).
+    func answering<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await answeringInterruptibly { try await Task { try await body() }.value }
+    }
+
+    /// Runs a request's body, which gives up when the caller is interrupted: for reads that wait
+    /// for the remote.
+    func answeringInterruptibly<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch {

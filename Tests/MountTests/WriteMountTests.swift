@@ -225,7 +225,7 @@ extension MountTests {
                     --verify=crc32c --do_verify=1 --verify_fatal=1 --end_fsync=1 --output-format=terse >/dev/null
                 done
                 mkdir stress
-                stress-ng --temp-path stress --timeout 15s --verify --dir 1 --rename 1 --hdd 1 --hdd-bytes 8m \
+                stress-ng --temp-path stress --timeout 15s --verify --rename 1 --hdd 1 --hdd-bytes 8m \
                   --seek 1 --seek-size 8m --metrics-brief --quiet
                 """, mount.mountpoint, timeout: .seconds(240)
             ).check()

@@ -9,6 +9,7 @@ final class WritableRemote: @unchecked Sendable {
     enum Kind: String, CaseIterable, CustomStringConvertible, Sendable {
         case folder
         case apache
+        case rclone
 
         var description: String { rawValue }
     }
@@ -34,12 +35,15 @@ final class WritableRemote: @unchecked Sendable {
         switch kind {
         case .folder:
             return WritableRemote(kind: kind, scratch: scratch, server: nil)
-        case .apache:
+        case .apache, .rclone:
             try scratch.openRemoteToServers()
-            let server = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: scratch.remote))
+            let server = try await WebDAVTestServer.start(
+                Self.serverKind(kind), serving: URL(fileURLWithPath: scratch.remote))
             return WritableRemote(kind: kind, scratch: scratch, server: server)
         }
     }
+
+    private static func serverKind(_ kind: Kind) -> WebDAVTestServer.Kind { kind == .rclone ? .rclone : .apache }
 
     /// Where the remote keeps its files.
     var folder: String { scratch.remote }
@@ -51,7 +55,7 @@ final class WritableRemote: @unchecked Sendable {
         switch kind {
         case .folder:
             try FileManager.default.moveItem(atPath: folder, toPath: awayPath)
-        case .apache:
+        case .apache, .rclone:
             let running = lock.withLock {
                 defer { server = nil }
                 return server
@@ -66,7 +70,8 @@ final class WritableRemote: @unchecked Sendable {
             try FileManager.default.moveItem(atPath: awayPath, toPath: folder)
             return
         }
-        let started = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: folder), port: port)
+        let started = try await WebDAVTestServer.start(
+            Self.serverKind(kind), serving: URL(fileURLWithPath: folder), port: port)
         lock.withLock { server = started }
     }
 
