@@ -27,6 +27,22 @@ extension MountTests {
             if symlink { try manager.createSymbolicLink(atPath: path + "/a/link", withDestinationPath: "file-1.bin") }
         }
 
+        /// Runs `body` against a mount of a fresh remote of `kind` holding `files` (name: text);
+        /// unmounts and removes everything afterwards, whatever happens.
+        static func withMount(
+            _ kind: WritableRemote.Kind, files: [String: String] = [:], options: [String] = [],
+            _ body: (WritableRemote, TestMount) async throws -> Void
+        ) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            for (name, text) in files { try scratch.writeRemote(name, text) }
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let mount = try await TestMount.start(remote: remote.argument, in: scratch, options: options)
+            defer { mount.unmount() }
+            try await body(remote, mount)
+        }
+
         @Test(
             "cp -a, tar -x, rsync -a, git and sqlite3 work, and the remote ends with the same tree",
             arguments: WritableRemote.Kind.allCases)
@@ -96,52 +112,46 @@ extension MountTests {
             "changes made while the remote is away return at once and reach it when it is back",
             arguments: WritableRemote.Kind.allCases)
         func offlineChanges(_ kind: WritableRemote.Kind) async throws {
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            for name in ["edit.txt", "rename.txt", "delete.txt", "keep.txt"] {
-                try scratch.writeRemote(name, "\(name) as the server had it\n")
+            let names = ["edit.txt", "rename.txt", "delete.txt", "keep.txt"]
+            let files = Dictionary(uniqueKeysWithValues: names.map { ($0, "\($0) as the server had it\n") })
+            try await Self.withMount(kind, files: files, options: ["--remote-timeout", "3"]) { remote, mount in
+                try await Command(["cat", mount.path("edit.txt")]).check()
+
+                try remote.goAway()
+                let changes = try await Command.bash(
+                    """
+                    set -e
+                    cd "$1"
+                    echo "created offline" > created.txt
+                    echo "edited offline" >> edit.txt
+                    mv rename.txt renamed.txt
+                    rm delete.txt
+                    mkdir folder && echo "in a new folder" > folder/inner.txt
+                    cat created.txt edit.txt folder/inner.txt
+                    ls
+                    """, mount.mountpoint, timeout: .seconds(20)
+                ).check()
+                #expect(changes.duration < .seconds(10), "offline changes took \(changes.duration)")
+                #expect(
+                    changes.lines == [
+                        "created offline", "edit.txt as the server had it", "edited offline", "in a new folder",
+                        "created.txt", "edit.txt", "folder", "keep.txt", "renamed.txt",
+                    ])
+                #expect(try await mount.status().uploads.pending > 0)
+
+                try await remote.comeBack()
+                try await mount.sync()
+                let served = try await Command.bash(
+                    "cd \"$1\" && find . -type f | sort && cat edit.txt created.txt folder/inner.txt renamed.txt",
+                    remote.folder
+                ).check()
+                #expect(
+                    served.lines == [
+                        "./created.txt", "./edit.txt", "./folder/inner.txt", "./keep.txt", "./renamed.txt",
+                        "edit.txt as the server had it", "edited offline", "created offline", "in a new folder",
+                        "rename.txt as the server had it",
+                    ])
             }
-            let remote = try await WritableRemote.start(kind, in: scratch)
-            defer { remote.stop() }
-            let mount = try await TestMount.start(
-                remote: remote.argument, in: scratch, options: ["--remote-timeout", "3"])
-            defer { mount.unmount() }
-            try await Command(["cat", mount.path("edit.txt")]).check()
-
-            try remote.goAway()
-            let changes = try await Command.bash(
-                """
-                set -e
-                cd "$1"
-                echo "created offline" > created.txt
-                echo "edited offline" >> edit.txt
-                mv rename.txt renamed.txt
-                rm delete.txt
-                mkdir folder && echo "in a new folder" > folder/inner.txt
-                cat created.txt edit.txt folder/inner.txt
-                ls
-                """, mount.mountpoint, timeout: .seconds(20)
-            ).check()
-            #expect(changes.duration < .seconds(10), "offline changes took \(changes.duration)")
-            #expect(
-                changes.lines == [
-                    "created offline", "edit.txt as the server had it", "edited offline", "in a new folder",
-                    "created.txt", "edit.txt", "folder", "keep.txt", "renamed.txt",
-                ])
-            #expect(try await mount.status().uploads.pending > 0)
-
-            try await remote.comeBack()
-            try await mount.sync()
-            let served = try await Command.bash(
-                "cd \"$1\" && find . -type f | sort && cat edit.txt created.txt folder/inner.txt renamed.txt",
-                remote.folder
-            ).check()
-            #expect(
-                served.lines == [
-                    "./created.txt", "./edit.txt", "./folder/inner.txt", "./keep.txt", "./renamed.txt",
-                    "edit.txt as the server had it", "edited offline", "created offline", "in a new folder",
-                    "rename.txt as the server had it",
-                ])
         }
 
         @Test(
@@ -180,59 +190,50 @@ extension MountTests {
             "a file changed on the remote and through the mount ends as two files",
             arguments: WritableRemote.Kind.allCases)
         func conflictKeepsBoth(_ kind: WritableRemote.Kind) async throws {
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            try scratch.writeRemote("notes.txt", "the original\n")
-            let remote = try await WritableRemote.start(kind, in: scratch)
-            defer { remote.stop() }
-            let mount = try await TestMount.start(remote: remote.argument, in: scratch)
-            defer { mount.unmount() }
-            try await Command(["cat", mount.path("notes.txt")]).check()
-            try Data("changed on the remote, longer\n".utf8).write(
-                to: URL(fileURLWithPath: remote.folder + "/notes.txt"))
-            try await Command.bash("echo 'changed here' > \"$1\"", mount.path("notes.txt")).check()
-            try await mount.sync()
+            try await Self.withMount(kind, files: ["notes.txt": "the original\n"]) { remote, mount in
+                try await Command(["cat", mount.path("notes.txt")]).check()
+                try Data("changed on the remote, longer\n".utf8).write(
+                    to: URL(fileURLWithPath: remote.folder + "/notes.txt"))
+                try await Command.bash("echo 'changed here' > \"$1\"", mount.path("notes.txt")).check()
+                try await mount.sync()
 
-            let names = try FileManager.default.contentsOfDirectory(atPath: remote.folder).sorted()
-            #expect(names.count == 2, "the remote holds \(names)")
-            let copy = try #require(names.first { $0.hasPrefix("notes (conflict ") && $0.hasSuffix(").txt") })
-            let original = try String(contentsOfFile: remote.folder + "/notes.txt", encoding: .utf8)
-            let kept = try String(contentsOfFile: remote.folder + "/" + copy, encoding: .utf8)
-            #expect(original == "changed on the remote, longer\n")
-            #expect(kept == "changed here\n")
-            let seen = try await Command.bash("cat \"$1/notes.txt\" \"$1/$2\"", mount.mountpoint, copy).check()
-            #expect(seen.lines == ["changed on the remote, longer", "changed here"])
-            #expect(try FileManager.default.contentsOfDirectory(atPath: mount.mountpoint).sorted() == names)
-            #expect(try await mount.xattr("user.fpfs.state", of: copy) == "conflict")
+                let names = try FileManager.default.contentsOfDirectory(atPath: remote.folder).sorted()
+                #expect(names.count == 2, "the remote holds \(names)")
+                let copy = try #require(names.first { $0.hasPrefix("notes (conflict ") && $0.hasSuffix(").txt") })
+                let original = try String(contentsOfFile: remote.folder + "/notes.txt", encoding: .utf8)
+                let kept = try String(contentsOfFile: remote.folder + "/" + copy, encoding: .utf8)
+                #expect(original == "changed on the remote, longer\n")
+                #expect(kept == "changed here\n")
+                let seen = try await Command.bash("cat \"$1/notes.txt\" \"$1/$2\"", mount.mountpoint, copy).check()
+                #expect(seen.lines == ["changed on the remote, longer", "changed here"])
+                #expect(try FileManager.default.contentsOfDirectory(atPath: mount.mountpoint).sorted() == names)
+                #expect(try await mount.xattr("user.fpfs.state", of: copy) == "conflict")
+            }
         }
 
         @Test(
             "fio verifies sequential and random writes, and stress-ng's file stressors pass",
             arguments: WritableRemote.Kind.allCases)
         func fioAndStressNg(_ kind: WritableRemote.Kind) async throws {
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let remote = try await WritableRemote.start(kind, in: scratch)
-            defer { remote.stop() }
-            let mount = try await TestMount.start(remote: remote.argument, in: scratch)
-            defer { mount.unmount() }
-            try await Command.bash(
-                """
-                set -e
-                cd "$1"
-                for pattern in write randwrite; do
-                  fio --name="$pattern" --directory=. --rw="$pattern" --size=24m --bs=64k --ioengine=psync \
-                    --verify=crc32c --do_verify=1 --verify_fatal=1 --end_fsync=1 --output-format=terse >/dev/null
-                done
-                mkdir stress
-                stress-ng --temp-path stress --timeout 15s --verify --rename 1 --hdd 1 --hdd-bytes 8m \
-                  --seek 1 --seek-size 8m --metrics-brief --quiet
-                """, mount.mountpoint, timeout: .seconds(240)
-            ).check()
-            try await mount.sync()
-            let difference = await Command(["diff", "-r", mount.mountpoint, remote.folder], timeout: .seconds(60))
-                .run()
-            #expect(difference.succeeded, "the remote differs after fio and stress-ng: \(difference)")
+            try await Self.withMount(kind) { remote, mount in
+                try await Command.bash(
+                    """
+                    set -e
+                    cd "$1"
+                    for pattern in write randwrite; do
+                      fio --name="$pattern" --directory=. --rw="$pattern" --size=24m --bs=64k --ioengine=psync \
+                        --verify=crc32c --do_verify=1 --verify_fatal=1 --end_fsync=1 --output-format=terse >/dev/null
+                    done
+                    mkdir stress
+                    stress-ng --temp-path stress --timeout 15s --verify --rename 1 --hdd 1 --hdd-bytes 8m \
+                      --seek 1 --seek-size 8m --metrics-brief --quiet
+                    """, mount.mountpoint, timeout: .seconds(240)
+                ).check()
+                try await mount.sync()
+                let difference = await Command(["diff", "-r", mount.mountpoint, remote.folder], timeout: .seconds(60))
+                    .run()
+                #expect(difference.succeeded, "the remote differs after fio and stress-ng: \(difference)")
+            }
         }
 
         @Test("a full cache disk gives ENOSPC and loses nothing already written")
@@ -261,17 +262,13 @@ extension MountTests {
 
         @Test("symlinks where the remote has none fail with ENOTSUP; hard links with EPERM")
         func refusedLinks() async throws {
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            try scratch.writeRemote("target.txt", "target\n")
-            let remote = try await WritableRemote.start(.apache, in: scratch)
-            defer { remote.stop() }
-            let mount = try await TestMount.start(remote: remote.argument, in: scratch)
-            defer { mount.unmount() }
-            let symlink = await Command(["ln", "-s", "target.txt", mount.path("link")]).run()
-            #expect(!symlink.succeeded && symlink.stderr.contains("Operation not supported"), "ln -s said \(symlink)")
-            let hard = await Command(["ln", mount.path("target.txt"), mount.path("hard")]).run()
-            #expect(!hard.succeeded && hard.stderr.contains("Operation not permitted"), "ln said \(hard)")
+            try await Self.withMount(.apache, files: ["target.txt": "target\n"]) { _, mount in
+                let symlink = await Command(["ln", "-s", "target.txt", mount.path("link")]).run()
+                #expect(
+                    !symlink.succeeded && symlink.stderr.contains("Operation not supported"), "ln -s said \(symlink)")
+                let hard = await Command(["ln", mount.path("target.txt"), mount.path("hard")]).run()
+                #expect(!hard.succeeded && hard.stderr.contains("Operation not permitted"), "ln said \(hard)")
+            }
         }
     }
 }
