@@ -138,6 +138,10 @@ extension MountTests {
                         "created.txt", "edit.txt", "folder", "keep.txt", "renamed.txt",
                     ])
                 #expect(try await mount.status().uploads.pending > 0)
+                let waiting = try await FpfsBinary.command(["sync", mount.mountpoint, "--timeout", "2"]).run()
+                #expect(
+                    !waiting.succeeded && waiting.stderr.contains("have not reached the remote"),
+                    "fpfs sync with the remote away: \(waiting)")
 
                 try await remote.comeBack()
                 try await mount.sync()
