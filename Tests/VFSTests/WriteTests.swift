@@ -180,4 +180,19 @@ struct WriteTests {
             try await fs.removexattr(inode: readme, name: "user.tag", context: vfs.context)
         }
     }
+
+    @Test func aChangeFinishesWhenItsCallerIsInterrupted() async throws {
+        let vfs = try await VFSHarness.make(provider: try makeRemote())
+        let context = vfs.context
+        let fs = vfs.fileSystem
+        // The kernel's INTERRUPT cancels the request's task; the change must still be made and
+        // answered as made, not EINTR.
+        let interrupted = Task {
+            try await fs.mkdir(parent: .root, name: Array("made".utf8), mode: 0o755, context: context)
+        }
+        interrupted.cancel()
+        let made = try await interrupted.value
+        #expect(try await vfs.resolve("made").inode == made.inode)
+    }
 }
+
