@@ -17,28 +17,30 @@ public struct ItemRecord: Sendable, Hashable {
 }
 
 extension ItemRecord: FetchableRecord {
+    /// Decodes a row whose first columns are the item table's, in table order (`SELECT *` or
+    /// `SELECT item.*, …`). By position, not by name: a named lookup lowercases and compares
+    /// every column name, which made decoding the hottest code of a busy store.
     public init(row: Row) throws {
-        let userInfoData: Data? = row["userInfo"]
+        let userInfoData: Data? = row[13]
         let userInfo = try userInfoData.map { try JSONDecoder().decode([String: String].self, from: $0) } ?? [:]
-        let kindRaw: UInt8 = row["kind"]
+        let kindRaw: UInt8 = row[4]
         guard let kind = ItemKind(rawValue: kindRaw) else {
             throw DatabaseError(message: "unknown item kind \(kindRaw)")
         }
-        let creation: Int64? = row["creationDate"]
-        let symlinkTarget: Data? = row["symlinkTarget"]
-        self.inode = UInt64(row["inode"] as Int64)
+        let creation: Int64? = row[6]
+        let symlinkTarget: Data? = row[12]
+        self.inode = UInt64(row[0] as Int64)
         self.item = Item(
-            identifier: ItemIdentifier(row["identifier"] as String),
-            parentIdentifier: ItemIdentifier(row["parentIdentifier"] as String),
-            filename: Filename(bytes: Array(row["filename"] as Data)),
+            identifier: ItemIdentifier(row[1] as String),
+            parentIdentifier: ItemIdentifier(row[2] as String),
+            filename: Filename(bytes: Array(row[3] as Data)),
             kind: kind,
-            size: UInt64(row["size"] as Int64),
+            size: UInt64(row[5] as Int64),
             creationDate: creation.map { Timestamp(nanosecondsSince1970: $0) },
-            contentModificationDate: Timestamp(nanosecondsSince1970: row["modificationDate"]),
-            permissions: UInt16(row["permissions"] as Int64),
-            capabilities: ItemCapabilities(rawValue: UInt32(row["capabilities"] as Int64)),
-            version: ItemVersion(
-                content: Array(row["contentVersion"] as Data), metadata: Array(row["metadataVersion"] as Data)),
+            contentModificationDate: Timestamp(nanosecondsSince1970: row[7]),
+            permissions: UInt16(row[8] as Int64),
+            capabilities: ItemCapabilities(rawValue: UInt32(row[9] as Int64)),
+            version: ItemVersion(content: Array(row[10] as Data), metadata: Array(row[11] as Data)),
             symlinkTarget: symlinkTarget.map { Array($0) },
             userInfo: userInfo
         )
@@ -59,7 +61,7 @@ extension Item {
 }
 
 extension ItemRecord {
-    /// The item columns, apart from the inode.
+    /// The item columns, apart from the inode, in table order (`init(row:)` relies on it).
     static let columns = [
         "identifier", "parentIdentifier", "filename", "kind", "size", "creationDate", "modificationDate",
         "permissions", "capabilities", "contentVersion", "metadataVersion", "symlinkTarget", "userInfo",

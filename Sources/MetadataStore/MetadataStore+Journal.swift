@@ -100,7 +100,7 @@ extension MetadataStore {
             let changes = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT pendingChange.*, item.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                    SELECT item.*, pendingChange.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
                     ORDER BY pendingChange.sequence LIMIT ?
                     """, arguments: [limit]
             ).map { row in PendingWork.change(try PendingChange(row: row), try ItemRecord(row: row)) }
@@ -164,7 +164,7 @@ extension MetadataStore {
                 let row = try Row.fetchOne(
                     db,
                     sql: """
-                        SELECT pendingChange.*, item.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                        SELECT item.*, pendingChange.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
                         WHERE pendingChange.inode = ?
                         """, arguments: [Int64(inode)])
             else { return nil }

@@ -107,7 +107,7 @@ final class Uploader: Sendable {
                 let snapshot = state.withLock { $0.ended }
                 let work: [PendingWork]
                 do {
-                    work = try await store.pendingWork(limit: Self.window)
+                    work = try await store.pendingWork(limit: window)
                 } catch {
                     logger.error("cannot read the journal: \(error)")
                     work = []
@@ -173,8 +173,8 @@ final class Uploader: Sendable {
     }
 
     /// How much of the journal's head the uploader looks at each time: enough to keep the upload
-    /// depth busy past entries that must wait.
-    private static let window = 512
+    /// depth busy past entries that must wait, and small, since it is read after every send.
+    private var window: Int { max(64, 16 * depth) }
 
     private static func key(of entry: PendingWork) -> Key {
         switch entry {
