@@ -73,6 +73,9 @@ final class LocalFileFolder: Sendable {
                 partial, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
             defer { try? target.close() }
             try Self.copy(from: source, to: target, size: size)
+            // The copy replaces nothing a crash could lose, but it is the item's content from now
+            // on: on disk before it is named.
+            guard fsync(target.rawValue) == 0 else { throw Errno(rawValue: errno) }
             guard rename(partial.string, path.string) == 0 else { throw Errno(rawValue: errno) }
         }
         state.withLock { _ = $0.items.insert(inode) }
@@ -148,7 +151,7 @@ final class LocalFileFolder: Sendable {
 
     func isOpenForWriting(_ inode: UInt64) -> Bool { state.withLock { $0.writers[inode] != nil } }
 
-    /// Copies `size` bytes from the start of `source` to the start of `target`, and fsyncs it.
+    /// Copies `size` bytes from the start of `source` to the start of `target`.
     private static func copy(from source: FileDescriptor, to target: FileDescriptor, size: UInt64) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: UInt64 = 0
@@ -164,6 +167,5 @@ final class LocalFileFolder: Sendable {
             }
             offset += UInt64(count)
         }
-        guard fsync(target.rawValue) == 0 else { throw Errno(rawValue: errno) }
     }
 }
