@@ -126,12 +126,13 @@ private func handle(_ info: UnsafeMutablePointer<fuse_file_info>?) -> FileHandle
 
 private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ connection: UnsafeMutablePointer<fuse_conn_info>?) {
     guard let connection else { return }
-    SessionContext.from(userdata).operations.configure(&connection.pointee)
+    let context = SessionContext.from(userdata)
+    context.operations.configure(&connection.pointee, context: context)
 }
 
 extension FileSystemOperations {
     /// Offers the filesystem what libfuse and the kernel can do, then applies what it chose.
-    fileprivate func configure(_ connection: inout fuse_conn_info) {
+    fileprivate func configure(_ connection: inout fuse_conn_info, context: SessionContext) {
         func isCapable(_ capability: Int32) -> Bool { connection.capable & UInt32(capability) != 0 }
         func want(_ capability: Int32, _ wanted: Bool) {
             if wanted && isCapable(capability) {
@@ -150,6 +151,11 @@ extension FileSystemOperations {
         initialize(settings: &settings)
 
         connection.max_write = min(settings.maxWrite, connection.max_write)
+        // The kernel offers only its default read-ahead (128 KiB); more is set on the mount's
+        // backing device after INIT (FuseSession.raiseReadahead).
+        if settings.maxReadahead > connection.max_readahead {
+            context.wantedReadahead.withLock { $0 = settings.maxReadahead }
+        }
         connection.max_readahead = min(settings.maxReadahead, connection.max_readahead)
         connection.max_background = UInt32(settings.maxBackground)
         connection.congestion_threshold = UInt32(settings.maxBackground) * 3 / 4

@@ -17,7 +17,7 @@ import MetadataStore
 import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One mount's filesystem.
@@ -102,6 +102,8 @@ public final class FileSystem: FileSystemOperations {
     public func initialize(settings: inout ConnectionSettings) {
         settings.maxWrite = 1 << 20
         settings.maxReadahead = 1 << 20
+        // The kernel's read-ahead must be able to keep every fetch slot busy (DESIGN §7).
+        settings.maxBackground = max(settings.maxBackground, UInt16(configuration.pipelineDepth))
         settings.readdirplus = true
     }
 
@@ -135,7 +137,8 @@ public final class FileSystem: FileSystemOperations {
     public func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply {
         try await answering {
             let record = try await self.record(inode)
-            return AttributesReply(attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)
+            return AttributesReply(
+                attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)
         }
     }
 
