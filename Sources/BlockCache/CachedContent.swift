@@ -5,7 +5,7 @@ import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The cached bytes of one content version of one item: a sparse file the size of the content,
@@ -111,7 +111,8 @@ public final class CachedContent: Sendable {
         let waiterID = state.withLock { $0.makeID() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let claimed = state.withLock { state -> Result<(new: [ContentClaim], depended: [ContentClaim])?, any Error> in
+                let claimed = state.withLock {
+                    state -> Result<(new: [ContentClaim], depended: [ContentClaim])?, any Error> in
                     if state.landed.contains(wanted) { return .success(nil) }
                     let now = ContinuousClock.now
                     state.recentFailures.removeAll { now - $0.time > Self.failureMemory }
@@ -217,7 +218,8 @@ public final class CachedContent: Sendable {
     /// in `untrusted` that were not committed are forgotten and every reader depending on the claim
     /// gets `error`.
     public func finish(_ claim: ContentClaim, error: (any Error)?, untrusted: ByteRanges = ByteRanges()) {
-        let outcome = state.withLock { state -> (woken: [CheckedContinuation<Void, any Error>], failed: [CheckedContinuation<Void, any Error>]) in
+        let outcome = state.withLock {
+            state -> (woken: [CheckedContinuation<Void, any Error>], failed: [CheckedContinuation<Void, any Error>]) in
             state.claims[claim.id] = nil
             if let error { state.recentFailures.append((claim.range, error, .now)) }
             if error != nil {
@@ -286,6 +288,17 @@ public final class CachedContent: Sendable {
             throw error
         }
         return recorded
+    }
+
+    /// Asks the kernel to read `range` of the cache file into the page cache in the background, so
+    /// that a sequential reader of bytes already here does not wait for the disk at each request.
+    public func preload(_ range: Range<UInt64>) {
+        Task {
+            try? await BlockingIO.run { [self] in
+                _ = posix_fadvise(
+                    fileDescriptor.rawValue, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_WILLNEED)
+            }
+        }
     }
 
     /// Reads `length` bytes at `offset` from the cache file; the caller made sure they are here.

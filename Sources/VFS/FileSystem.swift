@@ -217,7 +217,9 @@ public final class FileSystem: FileSystemOperations {
             }
             if self.fetcher.fetchesBlocks {
                 let ahead = file.readAhead.withLock { $0.record(range, size: item.size) }
-                if !ahead.isEmpty, !content.isPresent(ahead), self.gate.blockedName(of: context.pid) == nil {
+                if !ahead.isEmpty, content.isPresent(ahead) {
+                    content.preload(ahead)
+                } else if !ahead.isEmpty, self.gate.blockedName(of: context.pid) == nil {
                     self.fetcher.prefetch(ahead, of: content, version: item.version, name: name)
                 }
             }
@@ -282,6 +284,9 @@ public final class FileSystem: FileSystemOperations {
 
     public func getxattr(inode: InodeNumber, name: String, context: RequestContext) async throws -> [UInt8] {
         try await answering {
+            // No security labels or ACLs here. "Not supported" (rather than "no such attribute")
+            // lets `ls -l` stop asking for the rest of the mount instead of asking twice per file.
+            if name.hasPrefix("security.") || name.hasPrefix("system.") { throw ErrnoMapping.notSupported }
             let record = try await self.record(inode)
             guard let value = self.extendedAttributes(of: record, inode: inode)[name] else {
                 throw ErrnoMapping.noAttribute
