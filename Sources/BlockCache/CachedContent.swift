@@ -189,15 +189,27 @@ public final class CachedContent: Sendable {
     public func write(
         _ bytes: some ContiguousBytes & Sendable, at offset: UInt64, accept: () -> Bool = { true }
     ) async throws {
-        let count = bytes.withUnsafeBytes { $0.count }
+        try await write([bytes], at: offset, accept: accept)
+    }
+
+    /// Stores `pieces`, one after the other from `offset`, with one hop to the I/O pool; then as
+    /// `write(_:at:accept:)`.
+    public func write(
+        _ pieces: [any ContiguousBytes & Sendable], at offset: UInt64, accept: () -> Bool = { true }
+    ) async throws {
+        let count = pieces.reduce(0) { total, piece in total + piece.withUnsafeBytes { $0.count } }
         guard offset + UInt64(count) <= size else {
             throw ProviderError.cannotSynchronize(
                 reason: "provider wrote \(count) bytes at \(offset), past the end of a \(size)-byte file")
         }
         let descriptor = fileDescriptor
         try await BlockingIO.run {
-            try bytes.withUnsafeBytes { buffer in
-                _ = try descriptor.writeAll(toAbsoluteOffset: Int64(offset), buffer)
+            var position = Int64(offset)
+            for piece in pieces {
+                position += Int64(
+                    try piece.withUnsafeBytes { buffer in
+                        try descriptor.writeAll(toAbsoluteOffset: position, buffer)
+                    })
             }
         }
         let ready = try state.withLock { state -> [CheckedContinuation<Void, any Error>] in

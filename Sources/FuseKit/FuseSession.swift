@@ -22,6 +22,12 @@ public final class FuseSession: Sendable {
     /// How long the loop waits for a request before looking at the exit flag again.
     private static let exitCheckMilliseconds: Int32 = 100
 
+    /// The largest read request. Replies from a file are spliced through a pipe, and libfuse
+    /// splices only what fits one (header pages included); an unprivileged process cannot grow a
+    /// pipe past /proc/sys/fs/pipe-max-size (1 MiB), and a bigger read falls back to a buffer
+    /// allocated, filled and copied for every reply.
+    static let maximumRead = 512 << 10
+
     public let mountpoint: String
     private let resolvedMountpoint: String
     /// The `-o` option string given to libfuse.
@@ -61,7 +67,9 @@ public final class FuseSession: Sendable {
         func escaped(_ value: String) -> String {
             value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ",", with: "\\,")
         }
-        var all = ["fsname=\(escaped(fsname))", "subtype=\(escaped(subtype))"]
+        var all = [
+            "fsname=\(escaped(fsname))", "subtype=\(escaped(subtype))", "max_read=\(Self.maximumRead)",
+        ]
         if allowOther { all.append("allow_other") }
         all += options
         self.options = all.joined(separator: ",")

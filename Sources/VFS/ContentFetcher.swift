@@ -151,6 +151,7 @@ final class ContentFetcher: Sendable {
                     throw ProviderError.versionNoLongerAvailable
                 }
             }
+            try await sink.flush()
             guard sink.written.contains(claim.range) else {
                 throw ProviderError.cannotSynchronize(
                     reason: "fetch of \(claim.range) of \(identifier) delivered only \(sink.written.count) bytes")
