@@ -218,7 +218,7 @@ public final class FuseSession: Sendable {
         else { return }
         // Fields: id, parent id, major:minor, root, mountpoint (spaces and the like as \ooo), ...
         let device = mounts.split(separator: "\n").map { $0.split(separator: " ") }.last {
-            $0.count > 4 && Self.unescapedMountinfoPath($0[4]) == resolvedMountpoint
+            $0.count > 4 && MountTableField.unescaped($0[4]) == resolvedMountpoint
         }?[2]
         guard let device else { return }
         let fd = open("/sys/class/bdi/\(device)/read_ahead_kb", O_WRONLY)
@@ -226,22 +226,5 @@ public final class FuseSession: Sendable {
         defer { close(fd) }
         let text = Array("\(wanted / 1024)\n".utf8)
         _ = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    }
-
-    /// A path from /proc/self/mountinfo, where space, tab, newline and backslash are octal escapes.
-    private static func unescapedMountinfoPath(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        var rest = Array(field.utf8)[...]
-        while let byte = rest.popFirst() {
-            if byte == UInt8(ascii: "\\"), rest.count >= 3,
-                let value = UInt8(String(decoding: rest.prefix(3), as: UTF8.self), radix: 8)
-            {
-                bytes.append(value)
-                rest = rest.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
