@@ -1,81 +1,329 @@
 #!/usr/bin/env bash
-# Measures fpfs's read speed against curl on the same WebDAV server, side by side in one run
-# (shared/BENCHMARKS.md): a cold sequential read of a 1 GiB file (fresh daemon, empty cache,
-# page cache dropped) against `curl -o` of the same file from the same server, and warm re-reads
-# (page cache hot; page cache dropped so the block cache on disk serves) against `dd` of a local
-# copy. Prints one table of ratios (median, min, max over the repetitions). Run as root.
-#   scripts/bench.sh [REPETITIONS]   (default 5)
+# Measures fpfs's speed as shared/BENCHMARKS.md defines it: ratios against references measured
+# side by side in one run, interleaved, median (min-max) over the repetitions. The server is
+# Apache mod_dav on 127.0.0.1 (started and stopped by pid, as the tests do); the references are
+# curl against the same server, `rclone mount` of the same server (--vfs-cache-mode off and full),
+# the local disk, and fpfs's own cache file. Run as root (it drops caches and mounts).
+#   [FPFS_BENCH_BINARY=PATH] scripts/bench.sh [--quick] [--repetitions N]
+#     --quick: 512 MiB instead of 4 GiB, 10k instead of 200k files, 100 random reads, not 1000 (< 10 min)
+# Rows: B1 cold sequential read; B3 time to first byte; B4 warm re-read; B5 random 4 KiB reads;
+# B6 listing a tree; B9 daemon memory; B11 CPU per GiB. B2 and B8 (added round-trip time) need
+# `tc … netem`, which this kernel lacks; B7 and B10 (metadata ops, write-back) are not measured yet.
 set -euo pipefail
 
-repetitions="${1:-5}"
+quick=0
+repetitions=5
+while (($#)); do
+    case "$1" in
+    --quick) quick=1 ;;
+    --repetitions) repetitions="$2"; shift ;;
+    *) echo "usage: scripts/bench.sh [--quick] [--repetitions N]" >&2; exit 2 ;;
+    esac
+    shift
+done
+if ((quick)); then
+    big_mib=512 dirs=50 per_dir=100 flat=5000 random_reads=100
+else
+    big_mib=4096 dirs=1000 per_dir=100 flat=100000 random_reads=1000
+fi
+
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 # shellcheck source=scripts/lib/install-deps.sh
 source scripts/lib/install-deps.sh
 fpfs_install_deps
-swift build -c release --product fpfs --quiet
-fpfs="$repo_root/.build/release/fpfs"
+# FPFS_BENCH_BINARY: measure that binary instead of building the release one.
+fpfs="${FPFS_BENCH_BINARY:-$repo_root/.build/release/fpfs}"
+if [[ -z "${FPFS_BENCH_BINARY:-}" ]]; then swift build -c release --product fpfs --quiet; fi
 
 work="$(mktemp -d /var/tmp/fpfs-bench.XXXXXX)"
-server_pid=""
+chmod 755 "$work"
+server_pgid=""
+rclone_pid=""
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-    if mountpoint -q "$work/mnt" 2>/dev/null; then "$fpfs" unmount "$work/mnt" || fusermount3 -u -z "$work/mnt"; fi
-    if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+    for mnt in "$work/mnt" "$work/rclone-mnt"; do
+        if mountpoint -q "$mnt" 2>/dev/null; then fusermount3 -u -z "$mnt" 2>/dev/null || true; fi
+    done
+    if [[ -n "$rclone_pid" ]]; then kill "$rclone_pid" 2>/dev/null || true; wait "$rclone_pid" 2>/dev/null || true; fi
+    if [[ -f "$work/cache/daemon.pid" ]]; then kill "$(cat "$work/cache/daemon.pid")" 2>/dev/null || true; fi
+    if [[ -n "$server_pgid" ]]; then kill -TERM -- "-$server_pgid" 2>/dev/null || true; wait "$server_pgid" 2>/dev/null || true; fi
     rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 
-mkdir -p "$work/remote" "$work/mnt"
-echo "bench: writing a 1 GiB file" >&2
-dd if=/dev/urandom of="$work/remote/big.bin" bs=1M count=1024 status=none
-cp "$work/remote/big.bin" "$work/local-copy.bin"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-rclone serve webdav "$work/remote" --addr "127.0.0.1:$port" --config /dev/null --dir-cache-time 0s \
-    --log-file "$work/rclone.log" &
-server_pid=$!
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+log() { echo "bench: $*" >&2; }
 
+# --- data -------------------------------------------------------------------------------------
+mkdir -p "$work/remote" "$work/mnt" "$work/rclone-mnt" "$work/apache/lock"
+log "writing a ${big_mib} MiB file of random bytes, a 10 GiB sparse file and a tree of $((dirs * per_dir + flat)) files"
+head -c $((big_mib << 20)) /dev/urandom >"$work/remote/big.bin"
+truncate -s 10G "$work/remote/sparse.bin"
+printf 'x' >"$work/remote/one.bin"
+python3 - "$work/remote/tree" "$dirs" "$per_dir" "$flat" <<'EOF'
+import os, sys
+root, dirs, per_dir, flat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for d in range(dirs):
+    os.makedirs(f"{root}/d{d:04}")
+    for f in range(per_dir):
+        open(f"{root}/d{d:04}/f{f:03}", "w").close()
+os.makedirs(f"{root}/flat")
+for f in range(flat):
+    open(f"{root}/flat/f{f:06}", "w").close()
+EOF
+cp -a "$work/remote/tree" "$work/local-tree"
+chmod -R a+rX "$work/remote" "$work/apache"
+chmod 777 "$work/apache/lock"
+
+# --- server -----------------------------------------------------------------------------------
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+cat >"$work/apache/httpd.conf" <<EOF
+ServerRoot $work/apache
+PidFile $work/apache/httpd.pid
+Listen 127.0.0.1:$port
+ServerName 127.0.0.1
+$(for m in mpm_event authz_core alias dav dav_fs; do echo "LoadModule ${m}_module /usr/lib/apache2/modules/mod_${m}.so"; done)
+User www-data
+Group www-data
+ThreadsPerChild 64
+MaxRequestWorkers 128
+KeepAlive On
+MaxKeepAliveRequests 0
+ErrorLog $work/apache/error.log
+LogFormat "%m\t%>s\t%O\t%{Range}i\t%U" bench
+CustomLog $work/apache/access.log bench
+DavLockDB $work/apache/lock/davlock
+Alias /dav $work/remote
+<Directory $work/remote>
+  Dav On
+  Options None
+  AllowOverride None
+  Require all granted
+</Directory>
+EOF
+setsid /usr/sbin/apache2 -f "$work/apache/httpd.conf" -DFOREGROUND >/dev/null 2>&1 &
+server_pgid=$!
+url="http://127.0.0.1:$port/dav"
+for _ in $(seq 100); do curl -s -o /dev/null "$url/" && break; sleep 0.1; done
+
+# --- helpers ----------------------------------------------------------------------------------
+now() { date +%s.%N; }
 # Seconds a command takes, to the millisecond.
 seconds() {
     local start end
-    start=$(date +%s.%N)
+    start=$(now)
     "$@" >/dev/null
-    end=$(date +%s.%N)
+    end=$(now)
     awk -v a="$start" -v b="$end" 'BEGIN { print b - a }'
 }
-# $1 divided by $2.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
+calc() { awk "BEGIN { print $* }"; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+# Bytes Apache has sent so far (its access log is written after each answer; wait a moment).
+server_bytes() { sleep 0.3; awk -F'\t' '{ s += $3 } END { printf "%.0f\n", s }' "$work/apache/access.log"; }
+# user+system CPU seconds of a process.
+cpu_seconds() { awk '{ print ($14 + $15) / 100 }' "/proc/$1/stat"; }
+rss_kib() { awk '/^Rss:/ { print $2 }' "/proc/$1/smaps_rollup"; }
+peak_rss_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 
-declare -a cold warm_hot warm_disk
+fpfs_pid=""
+fpfs_mount() {
+    rm -rf "$work/cache"
+    "$fpfs" mount "webdav://127.0.0.1:$port/dav/" "$work/mnt" --cache-dir "$work/cache" "$@"
+    fpfs_pid="$(cat "$work/cache/daemon.pid")"
+}
+fpfs_unmount() {
+    "$fpfs" unmount "$work/mnt"
+    while kill -0 "$fpfs_pid" 2>/dev/null; do sleep 0.05; done
+}
+# rclone mount MODE (off or full) of the same server.
+rclone_mount() {
+    rm -rf "$work/rclone-cache"
+    rclone mount ":webdav,url='$url/':" "$work/rclone-mnt" --config /dev/null --read-only \
+        --vfs-cache-mode "$1" --cache-dir "$work/rclone-cache" --dir-cache-time 1h --attr-timeout 1h \
+        --log-file "$work/rclone.log" &
+    rclone_pid=$!
+    for _ in $(seq 200); do mountpoint -q "$work/rclone-mnt" && break; sleep 0.05; done
+}
+rclone_unmount() {
+    fusermount3 -u "$work/rclone-mnt"
+    wait "$rclone_pid" 2>/dev/null || true
+    rclone_pid=""
+}
+
+# Samples: a file per series, one number a line.
+sample() { echo "$2" >>"$work/samples.$1"; }
+# median min max of a series, two decimals.
+summary() {
+    sort -g "$work/samples.$1" | awk '{ v[NR] = $1 } END { printf "%.2f (%.2f-%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }'
+}
+median() { sort -g "$work/samples.$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+rows=()
+# row NAME REFERENCE SERIES GOAL-TEXT OP LIMIT: a table row; holds when median OP LIMIT.
+row() {
+    local m holds
+    m="$(median "$3")"
+    holds="$(awk -v m="$m" -v l="$6" -v op="$5" 'BEGIN { print ((op == ">=" ? m >= l : m <= l) ? "yes" : "no") }')"
+    rows+=("| $1 | $2 | $(summary "$3") | $4 | $holds |")
+}
+
+# --- B1, B4, B9 (streaming), B11: cold sequential read ------------------------------------------
+big_gib="$(calc "$big_mib / 1024")"
 for ((run = 1; run <= repetitions; run++)); do
     drop_caches
-    curl_s=$(seconds curl -s -o "$work/curl.out" "http://127.0.0.1:$port/big.bin")
+    curl_s=$(seconds curl -s -o "$work/curl.out" "$url/big.bin")
     rm -f "$work/curl.out"
-    rm -rf "$work/cache"
-    "$fpfs" mount "webdav://127.0.0.1:$port/" "$work/mnt" --cache-dir "$work/cache"
-    drop_caches
-    fpfs_cold_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
-    fpfs_hot_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
-    dd if="$work/local-copy.bin" of=/dev/null bs=1M status=none # into the page cache
-    local_hot_s=$(seconds dd if="$work/local-copy.bin" of=/dev/null bs=1M status=none)
-    drop_caches
-    fpfs_disk_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
-    drop_caches
-    local_disk_s=$(seconds dd if="$work/local-copy.bin" of=/dev/null bs=1M status=none)
-    "$fpfs" unmount "$work/mnt"
-    cold+=("$(ratio "$curl_s" "$fpfs_cold_s")")
-    warm_hot+=("$(ratio "$local_hot_s" "$fpfs_hot_s")")
-    warm_disk+=("$(ratio "$local_disk_s" "$fpfs_disk_s")")
-    printf 'bench: run %d: curl %.2fs, fpfs cold %.2fs, warm %.2fs (local %.2fs), disk %.2fs (local %.2fs)\n' \
-        "$run" "$curl_s" "$fpfs_cold_s" "$fpfs_hot_s" "$local_hot_s" "$fpfs_disk_s" "$local_disk_s" >&2
+    for bs in 1M 128K; do
+        fpfs_mount
+        ls "$work/mnt" >/dev/null
+        drop_caches
+        cpu0=$(cpu_seconds "$fpfs_pid")
+        fpfs_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=$bs status=none)
+        fpfs_cpu=$(calc "($(cpu_seconds "$fpfs_pid") - $cpu0) / $big_gib")
+        if [[ $bs == 1M ]]; then
+            sample peak_rss "$(calc "$(peak_rss_kib "$fpfs_pid") / 1024")"
+            # B4: the same file again, page cache hot, against the cache file itself. Both are
+            # timed at their third read: a page's second read moves it to the active list, which
+            # costs (LRU lock) and would count against whichever side is on its second read.
+            cache_file="$(find "$work/cache" -type f -size +$((big_mib / 2))M | head -1)"
+            dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none
+            hot_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
+            dd if="$cache_file" of=/dev/null bs=1M status=none
+            cache_hot_s=$(seconds dd if="$cache_file" of=/dev/null bs=1M status=none)
+            drop_caches
+            disk_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
+            drop_caches
+            cache_disk_s=$(seconds dd if="$cache_file" of=/dev/null bs=1M status=none)
+            sample warm_hot "$(calc "$cache_hot_s / $hot_s")"
+            sample warm_disk "$(calc "$cache_disk_s / $disk_s")"
+        fi
+        fpfs_unmount
+        for mode in off full; do
+            rclone_mount $mode
+            ls "$work/rclone-mnt" >/dev/null
+            drop_caches
+            cpu0=$(cpu_seconds "$rclone_pid")
+            rclone_s=$(seconds dd if="$work/rclone-mnt/big.bin" of=/dev/null bs=$bs status=none)
+            [[ $mode == off ]] && rclone_cpu=$(calc "($(cpu_seconds "$rclone_pid") - $cpu0) / $big_gib")
+            rclone_unmount
+            sample "rclone_${mode}_$bs" "$(calc "$rclone_s / $fpfs_s")"
+        done
+        sample "curl_$bs" "$(calc "$curl_s / $fpfs_s")"
+        sample "cpu_$bs" "$(calc "$fpfs_cpu / $rclone_cpu")"
+        log "run $run, reads of $bs: curl ${curl_s}s, fpfs ${fpfs_s}s (cpu ${fpfs_cpu}s/GiB), rclone off/full last ${rclone_s}s (cpu off ${rclone_cpu}s/GiB)"
+    done
+    log "run $run: warm fpfs ${hot_s}s vs cache file ${cache_hot_s}s; from disk fpfs ${disk_s}s vs ${cache_disk_s}s"
+done
+for bs in 1M 128K; do
+    row "B1 cold sequential read, $big_mib MiB, $bs reads, RTT 0" "curl -o into the cache folder ÷ fpfs" "curl_$bs" "≥ 0.8 (fpfs speed ÷ curl)" ">=" 0.8
+    row "B1 same" "rclone mount --vfs-cache-mode off, time ÷ fpfs time" "rclone_off_$bs" "≥ 1.5" ">=" 1.5
+    row "B1 same" "rclone mount --vfs-cache-mode full, time ÷ fpfs time" "rclone_full_$bs" "≥ 1.5" ">=" 1.5
+    row "B11 CPU per GiB during B1, $bs reads" "fpfs ÷ rclone (cache off)" "cpu_$bs" "≤ 0.5" "<=" 0.5
+done
+row "B4 warm re-read, page cache hot" "dd of the cache file, cache hot (speed fpfs ÷ dd)" warm_hot "≥ 0.95" ">=" 0.95
+row "B4 warm re-read, page cache dropped" "dd of the cache file, dropped (speed fpfs ÷ dd)" warm_disk "≥ 0.9" ">=" 0.9
+row "B9 peak daemon RSS streaming $big_mib MiB (MiB)" "64 MiB + depth 8 × 1 MiB block" peak_rss "≤ 72" "<=" 72
+
+# --- B3: time to first byte ---------------------------------------------------------------------
+# Open and read one byte, timed inside one process (so process start-up is not counted).
+first_byte() { python3 -c 'import sys, time; t = time.perf_counter(); f = open(sys.argv[1], "rb"); f.read(1); print(time.perf_counter() - t)' "$1"; }
+for ((run = 1; run <= repetitions; run++)); do
+    for file in one.bin big.bin; do
+        curl_s=$(curl -s -o /dev/null -o /dev/null -r 0-0 -w '%{time_total}\n' "$url/$file" -r 0-0 "$url/$file" | tail -1)
+        fpfs_mount
+        stat "$work/mnt/$file" >/dev/null
+        fpfs_s=$(first_byte "$work/mnt/$file")
+        fpfs_unmount
+        sample "ttfb_$file" "$(calc "($fpfs_s - $curl_s) * 1000")"
+    done
+done
+row "B3 time to first byte, 1-byte file, RTT 0" "ms more than curl -r 0-0 on a warm connection" ttfb_one.bin "≤ 1 ms" "<=" 1
+row "B3 time to first byte, $big_mib MiB file, RTT 0" "ms more than curl -r 0-0 on a warm connection" ttfb_big.bin "≤ 1 ms" "<=" 1
+
+# --- B5: random 4 KiB reads in a 10 GiB file ------------------------------------------------------
+# Reads COUNT random 4 KiB pieces with JOBS threads; prints reads per second.
+random_reads() {
+    python3 - "$1" "$2" "$3" <<'EOF'
+import os, random, sys, threading, time
+path, count, jobs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+size = os.stat(path).st_size
+fd = os.open(path, os.O_RDONLY)
+def work(seed):
+    rng = random.Random(seed)
+    for _ in range(count // jobs):
+        os.pread(fd, 4096, rng.randrange(size // 4096) * 4096)
+threads = [threading.Thread(target=work, args=(seed,)) for seed in range(jobs)]
+start = time.perf_counter()
+for t in threads: t.start()
+for t in threads: t.join()
+print(count / (time.perf_counter() - start))
+EOF
+}
+for ((run = 1; run <= repetitions; run++)); do
+    for jobs in 1 4; do
+        fpfs_mount
+        ls "$work/mnt" >/dev/null
+        before=$(server_bytes)
+        iops=$(random_reads "$work/mnt/sparse.bin" "$random_reads" $jobs)
+        fpfs_bytes=$(($(server_bytes) - before))
+        fpfs_unmount
+        rclone_mount off
+        ls "$work/rclone-mnt" >/dev/null
+        before=$(server_bytes)
+        random_reads "$work/rclone-mnt/sparse.bin" "$random_reads" $jobs >/dev/null
+        rclone_bytes=$(($(server_bytes) - before))
+        rclone_unmount
+        sample "random_blocks_$jobs" "$(calc "$fpfs_bytes / ($random_reads * 1048576)")"
+        sample "random_vs_rclone_$jobs" "$(calc "$fpfs_bytes / $rclone_bytes")"
+        sample "random_iops_$jobs" "$iops"
+        log "run $run, random reads, $jobs jobs: fpfs $fpfs_bytes bytes, $iops reads/s; rclone $rclone_bytes bytes"
+    done
+done
+for jobs in 1 4; do
+    row "B5 random 4 KiB reads, 10 GiB file, $jobs jobs, RTT 0" "server bytes per read, in 1 MiB blocks" "random_blocks_$jobs" "≤ 4" "<=" 4
+    row "B5 same" "server bytes ÷ rclone mount (cache off)'s" "random_vs_rclone_$jobs" "≤ 0.1" "<=" 0.1
+    row "B5 same (reads/s, no goal at RTT 0)" "-" "random_iops_$jobs" "-" ">=" 0
 done
 
-# median min max of the arguments, two decimals.
-summary() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%.2f (%.2f-%.2f)", v[int((NR+1)/2)], v[1], v[NR]}'; }
-echo "| benchmark | reference | ratio: median (min-max) of $repetitions | goal |"
-echo "|---|---|---|---|"
-echo "| cold sequential read, 1 GiB, WebDAV (rclone serve), RTT 0 | curl -o, same server | $(summary "${cold[@]}") | >= 0.8 |"
-echo "| warm re-read, page cache hot | dd of a local copy | $(summary "${warm_hot[@]}") | >= 0.95 |"
-echo "| warm re-read, page cache dropped | dd of a local copy | $(summary "${warm_disk[@]}") | >= 0.9 |"
+# --- B6, B9 (items): listing a tree -------------------------------------------------------------
+items=$((dirs * per_dir + flat + dirs + 1))
+# The listing requests alone: one PROPFIND (depth 1) per folder on one connection.
+propfind_all() {
+    local -a args=()
+    local d
+    for d in "$work"/remote/tree/*/; do
+        d="${d%/}"
+        args+=(-X PROPFIND -H "Depth: 1" -o /dev/null "$url/tree/${d##*/}/" --next)
+    done
+    curl -s -X PROPFIND -H "Depth: 1" -o /dev/null "$url/tree/" --next "${args[@]}" -s -o /dev/null "$url/"
+}
+for ((run = 1; run <= repetitions; run++)); do
+    requests_s=$(seconds propfind_all)
+    fpfs_mount
+    idle_kib=$(rss_kib "$fpfs_pid")
+    cold_s=$(seconds ls -lR "$work/mnt/tree")
+    warm_s=$(seconds ls -lR "$work/mnt/tree")
+    sample item_bytes "$(calc "($(rss_kib "$fpfs_pid") - $idle_kib) * 1024 / $items")"
+    fpfs_unmount
+    ls -lR "$work/local-tree" >/dev/null
+    local_s=$(seconds ls -lR "$work/local-tree")
+    rclone_mount off
+    ls -lR "$work/rclone-mnt/tree" >/dev/null
+    rclone_s=$(seconds ls -lR "$work/rclone-mnt/tree")
+    rclone_unmount
+    sample list_cold "$(calc "$cold_s / $requests_s")"
+    sample list_warm "$(calc "$warm_s / $local_s")"
+    sample list_rclone "$(calc "$rclone_s / $warm_s")"
+    log "run $run, ls -lR of $items items: PROPFINDs ${requests_s}s, fpfs cold ${cold_s}s warm ${warm_s}s, local ${local_s}s, rclone warm ${rclone_s}s"
+done
+row "B6 ls -lR of $items items, cold" "fpfs time ÷ the PROPFINDs alone (curl)" list_cold "≤ 1.2" "<=" 1.2
+row "B6 ls -lR, warm" "fpfs time ÷ local disk" list_warm "≤ 1.5" "<=" 1.5
+row "B6 ls -lR, warm" "rclone mount warm time ÷ fpfs" list_rclone "≥ 3" ">=" 3
+row "B9 daemon memory per known item (bytes)" "(RSS after ls -lR − RSS after mount) ÷ items" item_bytes "≤ 256" "<=" 256
+
+# --- table --------------------------------------------------------------------------------------
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); Apache $(/usr/sbin/apache2 -v | sed -n 's/.*Apache\/\([^ ]*\).*/\1/p'), rclone $(rclone version | head -1 | cut -d' ' -f2); $repetitions repetitions$( ((quick)) && echo ', --quick')"
+echo
+echo "| benchmark | reference | ratio: median (min-max) | goal | holds |"
+echo "|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"

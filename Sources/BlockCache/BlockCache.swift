@@ -22,10 +22,17 @@ public final class BlockCache: Sendable {
         weak var content: CachedContent?
     }
 
-    /// Guards the open contents and the durable record of every cached item.
+    /// Guards the open contents, the durable record of every cached item, and the contents being
+    /// opened.
     private struct State {
         var open: [ItemIdentifier: OpenContent] = [:]
         var records: [ItemIdentifier: ContentRecord] = [:]
+        var opening: [OpeningKey: Task<CachedContent, any Error>] = [:]
+    }
+
+    private struct OpeningKey: Hashable {
+        let identifier: ItemIdentifier
+        let contentVersion: [UInt8]
     }
     private let state: Mutex<State>
 
@@ -61,7 +68,26 @@ public final class BlockCache: Sendable {
 
     /// The cached content of `identifier` at `contentVersion`, opened or created. A cached older
     /// version is dropped (its file deleted) once no one holds it.
+    ///
+    /// Concurrent first reads of one version share one opening: two would each start a content
+    /// in the store, and the second would delete the first one's file as stale.
     public func content(for identifier: ItemIdentifier, contentVersion: [UInt8], size: UInt64) async throws
+        -> CachedContent
+    {
+        let key = OpeningKey(identifier: identifier, contentVersion: contentVersion)
+        let opening = state.withLock { locked -> Task<CachedContent, any Error> in
+            if let pending = locked.opening[key] { return pending }
+            let task = Task {
+                defer { _ = self.state.withLock { $0.opening.removeValue(forKey: key) } }
+                return try await self.openContent(for: identifier, contentVersion: contentVersion, size: size)
+            }
+            locked.opening[key] = task
+            return task
+        }
+        return try await opening.value
+    }
+
+    private func openContent(for identifier: ItemIdentifier, contentVersion: [UInt8], size: UInt64) async throws
         -> CachedContent
     {
         if let open = state.withLock({ $0.open[identifier]?.content }), open.contentVersion == contentVersion {
@@ -102,7 +128,9 @@ public final class BlockCache: Sendable {
     public func commit(_ content: CachedContent) async throws {
         guard let presentBlocks = try await content.commit() else { return }
         state.withLock { state in
-            guard var record = state.records[content.identifier], record.fileNumber == content.fileNumber else { return }
+            guard var record = state.records[content.identifier], record.fileNumber == content.fileNumber else {
+                return
+            }
             record.presentBlocks = presentBlocks
             state.records[content.identifier] = record
         }

@@ -5,7 +5,7 @@ import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The cached bytes of one content version of one item: a sparse file the size of the content,
@@ -111,7 +111,8 @@ public final class CachedContent: Sendable {
         let waiterID = state.withLock { $0.makeID() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let claimed = state.withLock { state -> Result<(new: [ContentClaim], depended: [ContentClaim])?, any Error> in
+                let claimed = state.withLock {
+                    state -> Result<(new: [ContentClaim], depended: [ContentClaim])?, any Error> in
                     if state.landed.contains(wanted) { return .success(nil) }
                     let now = ContinuousClock.now
                     state.recentFailures.removeAll { now - $0.time > Self.failureMemory }
@@ -188,15 +189,27 @@ public final class CachedContent: Sendable {
     public func write(
         _ bytes: some ContiguousBytes & Sendable, at offset: UInt64, accept: () -> Bool = { true }
     ) async throws {
-        let count = bytes.withUnsafeBytes { $0.count }
+        try await write([bytes], at: offset, accept: accept)
+    }
+
+    /// Stores `pieces`, one after the other from `offset`, with one hop to the I/O pool; then as
+    /// `write(_:at:accept:)`.
+    public func write(
+        _ pieces: [any ContiguousBytes & Sendable], at offset: UInt64, accept: () -> Bool = { true }
+    ) async throws {
+        let count = pieces.reduce(0) { total, piece in total + piece.withUnsafeBytes { $0.count } }
         guard offset + UInt64(count) <= size else {
             throw ProviderError.cannotSynchronize(
                 reason: "provider wrote \(count) bytes at \(offset), past the end of a \(size)-byte file")
         }
         let descriptor = fileDescriptor
         try await BlockingIO.run {
-            try bytes.withUnsafeBytes { buffer in
-                _ = try descriptor.writeAll(toAbsoluteOffset: Int64(offset), buffer)
+            var position = Int64(offset)
+            for piece in pieces {
+                position += Int64(
+                    try piece.withUnsafeBytes { buffer in
+                        try descriptor.writeAll(toAbsoluteOffset: position, buffer)
+                    })
             }
         }
         let ready = try state.withLock { state -> [CheckedContinuation<Void, any Error>] in
@@ -217,7 +230,8 @@ public final class CachedContent: Sendable {
     /// in `untrusted` that were not committed are forgotten and every reader depending on the claim
     /// gets `error`.
     public func finish(_ claim: ContentClaim, error: (any Error)?, untrusted: ByteRanges = ByteRanges()) {
-        let outcome = state.withLock { state -> (woken: [CheckedContinuation<Void, any Error>], failed: [CheckedContinuation<Void, any Error>]) in
+        let outcome = state.withLock {
+            state -> (woken: [CheckedContinuation<Void, any Error>], failed: [CheckedContinuation<Void, any Error>]) in
             state.claims[claim.id] = nil
             if let error { state.recentFailures.append((claim.range, error, .now)) }
             if error != nil {
@@ -286,6 +300,17 @@ public final class CachedContent: Sendable {
             throw error
         }
         return recorded
+    }
+
+    /// Asks the kernel to read `range` of the cache file into the page cache in the background, so
+    /// that a sequential reader of bytes already here does not wait for the disk at each request.
+    public func preload(_ range: Range<UInt64>) {
+        Task {
+            try? await BlockingIO.run { [self] in
+                _ = posix_fadvise(
+                    fileDescriptor.rawValue, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_WILLNEED)
+            }
+        }
     }
 
     /// Reads `length` bytes at `offset` from the cache file; the caller made sure they are here.

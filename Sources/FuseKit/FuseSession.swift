@@ -22,7 +22,14 @@ public final class FuseSession: Sendable {
     /// How long the loop waits for a request before looking at the exit flag again.
     private static let exitCheckMilliseconds: Int32 = 100
 
+    /// The largest read request. Replies from a file are spliced through a pipe, and libfuse
+    /// splices only what fits one (header pages included); an unprivileged process cannot grow a
+    /// pipe past /proc/sys/fs/pipe-max-size (1 MiB), and a bigger read falls back to a buffer
+    /// allocated, filled and copied for every reply.
+    static let maximumRead = 512 << 10
+
     public let mountpoint: String
+    private let resolvedMountpoint: String
     /// The `-o` option string given to libfuse.
     public let options: String
     private let context: SessionContext
@@ -49,12 +56,20 @@ public final class FuseSession: Sendable {
         allowOther: Bool = false, options: [String] = []
     ) {
         self.mountpoint = mountpoint
+        // As /proc/self/mountinfo will show it; resolved now, while no request can be involved.
+        self.resolvedMountpoint =
+            realpath(mountpoint, nil).map { resolved in
+                defer { free(resolved) }
+                return String(cString: resolved)
+            } ?? mountpoint
         self.context = SessionContext(operations: operations)
         // libfuse splits -o at commas; a backslash keeps one in a value.
         func escaped(_ value: String) -> String {
             value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ",", with: "\\,")
         }
-        var all = ["fsname=\(escaped(fsname))", "subtype=\(escaped(subtype))"]
+        var all = [
+            "fsname=\(escaped(fsname))", "subtype=\(escaped(subtype))", "max_read=\(Self.maximumRead)",
+        ]
         if allowOther { all.append("allow_other") }
         all += options
         self.options = all.joined(separator: ",")
@@ -156,7 +171,7 @@ public final class FuseSession: Sendable {
     /// The session thread: the request loop, then the teardown. Returns 0 or -errno.
     private func serve(_ session: SessionPointer) -> Int32 {
         let handlesSignals = fuse_set_signal_handlers(session.raw) == 0
-        let status = Self.loop(session.raw)
+        let status = Self.loop(session.raw) { raiseReadahead() }
         // Replies sent from now on fail quietly instead of being reported as write errors.
         fuse_session_exit(session.raw)
         if handlesSignals { fuse_remove_signal_handlers(session.raw) }
@@ -169,10 +184,12 @@ public final class FuseSession: Sendable {
     }
 
     /// `fuse_session_loop`, polling so that the exit flag is seen without a request arriving.
-    private static func loop(_ session: OpaquePointer) -> Int32 {
+    /// `initialized` runs once, after the first request (the kernel's INIT) has been answered.
+    private static func loop(_ session: OpaquePointer, initialized: () -> Void) -> Int32 {
         var buffer = fuse_buf()
         defer { free(buffer.mem) }
         var device = pollfd(fd: fuse_session_fd(session), events: Int16(POLLIN), revents: 0)
+        var answeredInit = false
         while fuse_session_exited(session) == 0 {
             let ready = poll(&device, 1, exitCheckMilliseconds)
             if ready == 0 || (ready < 0 && errno == EINTR) { continue }
@@ -182,7 +199,32 @@ public final class FuseSession: Sendable {
             // 0: unmounted (libfuse turns ENODEV into a clean end).
             if received <= 0 { return received }
             fuse_session_process_buf(session, &buffer)
+            if !answeredInit {
+                answeredInit = true
+                initialized()
+            }
         }
         return 0
+    }
+
+    /// Sets the mount's read-ahead (its backing device's `read_ahead_kb` in sysfs) to what the
+    /// filesystem asked for at INIT: the kernel offers FUSE only its 128 KiB default there, which
+    /// cuts sequential reads into 128 KiB requests and the page cache into small pages. Needs
+    /// root; otherwise the default stays (slower, still correct). The device number comes from
+    /// /proc/self/mountinfo: a stat of the mountpoint would be a request to this very loop.
+    private func raiseReadahead() {
+        guard let wanted = context.wantedReadahead.withLock({ $0 }),
+            let mounts = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+        else { return }
+        // Fields: id, parent id, major:minor, root, mountpoint (spaces and the like as \ooo), ...
+        let device = mounts.split(separator: "\n").map { $0.split(separator: " ") }.last {
+            $0.count > 4 && MountTableField.unescaped($0[4]) == resolvedMountpoint
+        }?[2]
+        guard let device else { return }
+        let fd = open("/sys/class/bdi/\(device)/read_ahead_kb", O_WRONLY)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let text = Array("\(wanted / 1024)\n".utf8)
+        _ = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 }

@@ -18,6 +18,9 @@ final class SessionContext: Sendable {
     /// (the caller got a signal) can cancel it. An entry lives from the callback until just
     /// before the reply, while the address cannot belong to another request.
     let tasks = Mutex<[UInt: Task<Void, Never>]>([:])
+    /// The read-ahead the filesystem asked for at INIT, in bytes, when the kernel offered less;
+    /// the session raises the mount's read-ahead to it once INIT is answered.
+    let wantedReadahead = Mutex<UInt32?>(nil)
 
     init(operations: any FileSystemOperations) {
         self.operations = operations

@@ -6,13 +6,40 @@ import Synchronization
 /// The sink a provider writes fetched bytes into: straight into the cached content, waking readers
 /// as their bytes land, marking progress for the fetch's watchdog, and remembering what this fetch
 /// wrote so that it can be checked, or forgotten if the fetch turns out wrong.
+///
+/// Writes go to the cache file behind the provider: `write` queues the provider's buffer (no copy)
+/// and returns, while one writer task stores what is queued. A chunk that arrives while the writer
+/// is idle is written at once; chunks that arrive while it is busy are stored together next, with
+/// one hop to the I/O pool for the lot instead of one per network chunk. At most
+/// `maximumQueuedBytes` wait; beyond that `write` waits for the writer. `flush` waits until all is
+/// stored and reports the first failure.
 final class CacheSink: ContentSink {
     let content: CachedContent
     let progress: ProgressMark
     let statistics: Statistics
     let download: UInt64
-    /// Guards what this fetch wrote, and whether the fetch has ended (later writes are refused).
-    private let state = Mutex((written: ByteRanges(), isClosed: false))
+
+    /// How many received bytes may wait for the writer before the provider is held back.
+    static let maximumQueuedBytes = 2 << 20
+
+    private struct Piece: Sendable {
+        let offset: UInt64
+        let bytes: any ContiguousBytes & Sendable
+        let count: UInt64
+    }
+
+    /// Guards what this fetch wrote, whether it has ended (later writes are refused), the queue,
+    /// whether the writer runs, its first failure, and who waits for it.
+    private struct State {
+        var written = ByteRanges()
+        var isClosed = false
+        var queue: [Piece] = []
+        var queuedBytes = 0
+        var isWriting = false
+        var failure: (any Error)?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
 
     init(content: CachedContent, progress: ProgressMark, statistics: Statistics, download: UInt64) {
         self.content = content
@@ -30,8 +57,66 @@ final class CacheSink: ContentSink {
 
     func write(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64) async throws {
         try Task.checkCancellation()
+        progress.touch()
         let count = bytes.withUnsafeBytes { UInt64($0.count) }
-        try await content.write(bytes, at: offset) {
+        let (startWriter, mustWait) = try state.withLock { state throws -> (Bool, Bool) in
+            if let failure = state.failure { throw failure }
+            if state.isClosed { throw CancellationError() }
+            state.queue.append(Piece(offset: offset, bytes: bytes, count: count))
+            state.queuedBytes += Int(count)
+            let start = !state.isWriting
+            state.isWriting = true
+            return (start, state.queuedBytes > Self.maximumQueuedBytes)
+        }
+        if startWriter { Task { await drain() } }
+        if mustWait { try await flush() }
+    }
+
+    /// Waits until everything queued is stored; throws the writer's first failure.
+    func flush() async throws {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                if !state.isWriting { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+    }
+
+    /// The writer: stores the queue, run by run of adjacent pieces, until it is empty.
+    private func drain() async {
+        while let batch = nextBatch() {
+            do {
+                for run in Self.adjacentRuns(batch) { try await store(run) }
+            } catch {
+                state.withLock { state in if state.failure == nil { state.failure = error } }
+            }
+        }
+    }
+
+    /// Takes the queue; or, when it is empty (or the writer failed), stops the writer and wakes
+    /// those waiting in `flush`, in one step, so that none is woken while bytes still wait.
+    private func nextBatch() -> [Piece]? {
+        let (batch, waiters) = state.withLock { state -> ([Piece]?, [CheckedContinuation<Void, Never>]) in
+            let batch = state.failure == nil && !state.queue.isEmpty ? state.queue : nil
+            state.queue = []
+            state.queuedBytes = 0
+            if batch != nil { return (batch, []) }
+            state.isWriting = false
+            defer { state.waiters = [] }
+            return (nil, state.waiters)
+        }
+        for waiter in waiters { waiter.resume() }
+        return batch
+    }
+
+    /// Stores adjacent pieces with one write to the cached content.
+    private func store(_ run: [Piece]) async throws {
+        let offset = run[0].offset
+        let count = run.reduce(0) { $0 + $1.count }
+        try await content.write(run.map(\.bytes), at: offset) {
             state.withLock { state in
                 guard !state.isClosed else { return false }
                 state.written.insert(offset..<offset + count)
@@ -39,6 +124,18 @@ final class CacheSink: ContentSink {
             }
         }
         statistics.fetchProgressed(download, bytes: count)
-        progress.touch()
+    }
+
+    /// `pieces` cut where one does not start where the previous one ended.
+    private static func adjacentRuns(_ pieces: [Piece]) -> [[Piece]] {
+        var runs: [[Piece]] = []
+        for piece in pieces {
+            if let last = runs.last?.last, last.offset + last.count == piece.offset {
+                runs[runs.count - 1].append(piece)
+            } else {
+                runs.append([piece])
+            }
+        }
+        return runs
     }
 }

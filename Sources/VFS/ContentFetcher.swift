@@ -71,13 +71,15 @@ final class ContentFetcher: Sendable {
     /// Starts fetching the missing parts of `range` at read-ahead priority, without waiting.
     func prefetch(_ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String) {
         guard partialProvider != nil, !range.isEmpty else { return }
-        // Parallel block fetches: each block of the window is its own claim, so the pipeline can
-        // run several at once.
-        var block = range.lowerBound / cache.blockSize * cache.blockSize
-        while block < range.upperBound {
-            let blockRange = block..<min(block + cache.blockSize, content.size)
-            block += cache.blockSize
-            for claim in content.claimMissing(in: blockRange, granularity: granularity) {
+        // The window is cut into aligned pieces of up to `readAheadRequestSize`, each claimed as
+        // runs of missing blocks and fetched by one request: large requests for a sequential
+        // reader, yet several of them, so the pipeline runs them in parallel.
+        let pieceSize = max(configuration.readAheadRequestSize / cache.blockSize, 1) * cache.blockSize
+        var piece = range.lowerBound / cache.blockSize * cache.blockSize
+        while piece < range.upperBound {
+            let pieceRange = piece..<min(piece + pieceSize, range.upperBound, content.size)
+            piece += pieceSize
+            for claim in content.claimMissing(in: pieceRange, granularity: granularity) {
                 start(claim, of: content, version: version, name: name, priority: .readAhead)
             }
         }
@@ -149,6 +151,7 @@ final class ContentFetcher: Sendable {
                     throw ProviderError.versionNoLongerAvailable
                 }
             }
+            try await sink.flush()
             guard sink.written.contains(claim.range) else {
                 throw ProviderError.cannotSynchronize(
                     reason: "fetch of \(claim.range) of \(identifier) delivered only \(sink.written.count) bytes")

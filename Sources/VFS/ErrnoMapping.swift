@@ -39,4 +39,6 @@ enum ErrnoMapping {
 
     /// ENODATA: "no such attribute" (swift-system names it differently per platform).
     static let noAttribute = Errno(rawValue: ENODATA)
+    /// EOPNOTSUPP: an attribute namespace this filesystem does not keep.
+    static let notSupported = Errno(rawValue: EOPNOTSUPP)
 }

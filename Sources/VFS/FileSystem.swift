@@ -116,6 +116,8 @@ public final class FileSystem: FileSystemOperations {
     public func initialize(settings: inout ConnectionSettings) {
         settings.maxWrite = 1 << 20
         settings.maxReadahead = 1 << 20
+        // The kernel's read-ahead must be able to keep every fetch slot busy (DESIGN §7).
+        settings.maxBackground = max(settings.maxBackground, UInt16(configuration.pipelineDepth))
         settings.readdirplus = true
     }
 
@@ -245,7 +247,9 @@ public final class FileSystem: FileSystemOperations {
             }
             if self.fetcher.fetchesBlocks {
                 let ahead = file.readAhead.withLock { $0.record(range, size: item.size) }
-                if !ahead.isEmpty, !content.isPresent(ahead), self.gate.blockedName(of: context.pid) == nil {
+                if !ahead.isEmpty, content.isPresent(ahead) {
+                    content.preload(ahead)
+                } else if !ahead.isEmpty, self.gate.blockedName(of: context.pid) == nil {
                     self.fetcher.prefetch(ahead, of: content, version: item.version, name: name)
                 }
             }
@@ -321,6 +325,9 @@ public final class FileSystem: FileSystemOperations {
 
     public func getxattr(inode: InodeNumber, name: String, context: RequestContext) async throws -> [UInt8] {
         try await answering {
+            // No security labels or ACLs here. "Not supported" (rather than "no such attribute")
+            // lets `ls -l` stop asking for the rest of the mount instead of asking twice per file.
+            if name.hasPrefix("security.") || name.hasPrefix("system.") { throw ErrnoMapping.notSupported }
             let record = try await self.record(inode)
             if ExtendedAttribute.isUsers(name) {
                 guard let value = try await self.store.userAttribute(inode: record.inode, name: name) else {

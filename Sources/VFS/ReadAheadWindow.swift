@@ -4,6 +4,10 @@
 /// Sequential reading (a read that starts where the previous one ended, give or take the kernel's
 /// own read-ahead reordering) doubles the window from one block up to `maximum`; any other read
 /// resets it, so random access fetches only the blocks it touches.
+///
+/// The window is refilled only once at least half of it is missing, so that a steady reader asks
+/// for large runs (half a window at a time, which the fetcher splits into a few large requests)
+/// instead of one block per read.
 struct ReadAheadWindow: Sendable {
     let blockSize: UInt64
     let maximum: UInt64
@@ -33,7 +37,7 @@ struct ReadAheadWindow: Sendable {
         window = window == 0 ? blockSize : min(window * 2, maximum)
         let start = max(range.upperBound, issuedUpTo)
         let end = min(range.upperBound + window, size)
-        guard start < end else { return start..<start }
+        guard start < end, end == size || end - start >= window / 2 else { return start..<start }
         issuedUpTo = end
         return start..<end
     }

@@ -20,6 +20,9 @@ public struct VFSConfiguration: Sendable {
     public var isReadOnly = false
     /// The largest read-ahead window of one handle.
     public var maximumReadAhead: UInt64 = 64 << 20
+    /// The largest single read-ahead request (rounded down to whole blocks, at least one): a
+    /// sequential reader's window is fetched in aligned runs of blocks up to this size.
+    public var readAheadRequestSize: UInt64 = 8 << 20
     /// Processes that may not cause downloads (exact names; see `ProcessGate`).
     public var nonMaterializingProcesses: Set<String> = VFSConfiguration.defaultNonMaterializingProcesses
     /// The page size suggested to enumerators.

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 
 #if canImport(Glibc)
     import Glibc
@@ -18,7 +19,9 @@ enum MountTable {
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
             guard fields.count >= 3 else { return nil }
-            return Mount(source: unescape(fields[0]), mountpoint: unescape(fields[1]), type: String(fields[2]))
+            return Mount(
+                source: MountTableField.unescaped(fields[0]), mountpoint: MountTableField.unescaped(fields[1]),
+                type: String(fields[2]))
         }
     }
 
@@ -53,21 +56,5 @@ enum MountTable {
         process.waitUntilExit()
         return process.terminationStatus == 0
             ? nil : errorText.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    private static func unescape(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        var iterator = Array(field.utf8)[...]
-        while let byte = iterator.popFirst() {
-            if byte == UInt8(ascii: "\\"), iterator.count >= 3,
-                let value = UInt8(String(decoding: iterator.prefix(3), as: UTF8.self), radix: 8)
-            {
-                bytes.append(value)
-                iterator = iterator.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

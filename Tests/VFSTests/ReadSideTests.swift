@@ -123,6 +123,10 @@ struct ReadSideTests {
         await #expect(throws: Errno.notDirectory) { _ = try await vfs.resolve("docs/readme.txt/x") }
         let file = try await vfs.resolve("docs/readme.txt")
         await #expect(throws: Errno(rawValue: ENODATA)) { _ = try await vfs.xattr(file.inode, "user.other") }
+        // Not supported, so that `ls -l` stops asking for labels and ACLs after the first file.
+        for name in ["security.selinux", "system.posix_acl_access"] {
+            await #expect(throws: Errno(rawValue: EOPNOTSUPP)) { _ = try await vfs.xattr(file.inode, name) }
+        }
         let names = try await vfs.fileSystem.listxattr(inode: file.inode, context: vfs.context)
         #expect(names.contains("user.fpfs.state") && names.contains("user.fpfs.id"))
     }
