@@ -8,7 +8,7 @@
 #     --quick: 512 MiB instead of 4 GiB, 10k instead of 200k files, 100 random reads, not 1000 (< 10 min)
 # Rows: B1 cold sequential read; B3 time to first byte; B4 warm re-read; B5 random 4 KiB reads;
 # B6 listing a tree; B9 daemon memory; B11 CPU per GiB. B2 and B8 (added round-trip time) need
-# `tc … netem`, which this kernel lacks; B7 and B10 (metadata ops, write-back) are not measured yet.
+# `tc … netem`, which this kernel lacks; B7 (metadata ops) is not measured yet. B10: write-back.
 set -euo pipefail
 
 quick=0
@@ -319,6 +319,63 @@ row "B6 ls -lR of $items items, cold" "fpfs time ÷ the PROPFINDs alone (curl)" 
 row "B6 ls -lR, warm" "fpfs time ÷ local disk" list_warm "≤ 1.5" "<=" 1.5
 row "B6 ls -lR, warm" "rclone mount warm time ÷ fpfs" list_rclone "≥ 3" ">=" 3
 row "B9 daemon memory per known item (bytes)" "(RSS after ls -lR − RSS after mount) ÷ items" item_bytes "≤ 256" "<=" 256
+
+# --- B10: write-back ---------------------------------------------------------------------------
+# An application's time to write through the mount (a big file with fsync; many small files)
+# against the same on the local disk, and the time until the server holds it all (the write
+# plus `fpfs sync`) against curl uploading the same bytes over one connection.
+small_files=$(( quick ? 2000 : 10000 ))
+log "B10: ${big_mib} MiB written with fsync, ${small_files} files of 4 KiB"
+python3 - "$work/small" "$small_files" <<'PY'
+import os, sys
+root, count = sys.argv[1], int(sys.argv[2])
+for d in range(count // 100):
+    os.makedirs(f"{root}/d{d:03}")
+    for f in range(100):
+        with open(f"{root}/d{d:03}/f{f:02}", "wb") as out:
+            out.write(os.urandom(4096))
+PY
+mkdir -m 777 "$work/remote/writes"
+# A curl config that uploads every small file over one connection, folders made first.
+{
+    (cd "$work/small" && find . -mindepth 1 -type d | sort) | while read -r folder; do
+        echo "url = \"$url/writes/curl-small/${folder#./}/\""
+        echo 'request = "MKCOL"'
+        echo 'next'
+    done
+    (cd "$work/small" && find . -type f | sort) | while read -r file; do
+        echo "upload-file = \"$work/small/${file#./}\""
+        echo "url = \"$url/writes/curl-small/${file#./}\""
+        echo 'next'
+    done
+} >"$work/curl-small.conf"
+for ((run = 1; run <= repetitions; run++)); do
+    rm -rf "$work/remote/writes/"* "$work/local-writes"
+    mkdir -p "$work/local-writes"
+    local_big_s=$(seconds dd if=/dev/zero of="$work/local-writes/big" bs=1M count="$big_mib" conv=fsync status=none)
+    local_small_s=$(seconds bash -c "cp -r '$work/small' '$work/local-writes/small' && sync")
+    curl_big_s=$(seconds curl -s -f -T "$work/local-writes/big" "$url/writes/curl-big")
+    curl -s -f -X MKCOL "$url/writes/curl-small/" -o /dev/null
+    curl_small_s=$(seconds curl -s -f -K "$work/curl-small.conf" -o /dev/null)
+    rm -rf "$work/remote/writes/"*
+    fpfs_mount
+    app_big_s=$(seconds dd if=/dev/zero of="$work/mnt/writes/big" bs=1M count="$big_mib" conv=fsync status=none)
+    sync_big_s=$(seconds "$fpfs" sync "$work/mnt" --timeout 3600)
+    app_small_s=$(seconds bash -c "cp -r '$work/small' '$work/mnt/writes/small' && sync")
+    sync_small_s=$(seconds "$fpfs" sync "$work/mnt" --timeout 3600)
+    fpfs_unmount
+    cmp -s "$work/local-writes/big" "$work/remote/writes/big" || log "B10: the server's copy of big differs"
+    diff -r -q "$work/small" "$work/remote/writes/small" >/dev/null || log "B10: the server's small files differ"
+    sample b10_big_app "$(calc "$local_big_s / $app_big_s")"
+    sample b10_big_remote "$(calc "($app_big_s + $sync_big_s) / $curl_big_s")"
+    sample b10_small_app "$(calc "$local_small_s / $app_small_s")"
+    sample b10_small_remote "$(calc "($app_small_s + $sync_small_s) / $curl_small_s")"
+    log "B10 run $run: big: local ${local_big_s}s, fpfs ${app_big_s}s + sync ${sync_big_s}s, curl ${curl_big_s}s; small: local ${local_small_s}s, fpfs ${app_small_s}s + sync ${sync_small_s}s, curl ${curl_small_s}s"
+done
+row "B10 ${big_gib} GiB sequential write + fsync" "local disk ÷ fpfs (time the app waits)" b10_big_app "≥ 0.8" ">=" 0.8
+row "B10 the same, until on the server" "fpfs (write + fpfs sync) ÷ curl -T" b10_big_remote "≤ 1.1" "<=" 1.1
+row "B10 ${small_files} files of 4 KiB (cp -r)" "local disk ÷ fpfs (time the app waits)" b10_small_app "≥ 0.8" ">=" 0.8
+row "B10 the same, until on the server" "fpfs (cp + fpfs sync) ÷ curl -K, one connection" b10_small_remote "≤ 1.1" "<=" 1.1
 
 # --- table --------------------------------------------------------------------------------------
 echo
