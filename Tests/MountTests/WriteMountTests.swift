@@ -95,7 +95,7 @@ extension MountTests {
                 ["diff", "-r", "--no-dereference", work, remote.folder + "/work"], timeout: .seconds(120)
             ).run()
             #expect(difference.succeeded, "the remote differs from the mount after fpfs sync: \(difference)")
-            let fsck = try await Command([
+            let fsck = await Command([
                 "git", "-c", "safe.directory=*", "-C", remote.folder + "/work/cloned", "fsck", "--strict",
             ]).run()
             #expect(fsck.succeeded, "git fsck of the remote's copy: \(fsck)")
