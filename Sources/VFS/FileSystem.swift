@@ -151,7 +151,11 @@ public final class FileSystem: FileSystemOperations {
     }
 
     public func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply {
-        try await answering {
+        // The common case, an inode the kernel holds, is answered from memory without a task hop.
+        if let record = nodes.record(inode) {
+            return AttributesReply(attributes: attributes(of: record), timeout: configuration.attributeTimeout)
+        }
+        return try await answering {
             let record = try await self.record(inode)
             return AttributesReply(
                 attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)
