@@ -26,8 +26,11 @@ extension FileSystem {
             self.localFiles.beginWriting(record.inode)
             let readAhead = ReadAheadWindow(
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
-            let handle = self.openFiles.insert(
-                OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true))
+            let file = OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true)
+            // The creation journalled the contents already: the first write needs no entry of its
+            // own, and the size is saved when the handle is flushed.
+            _ = file.noteWrite()
+            let handle = self.openFiles.insert(file)
             return (self.entry(for: record), OpenReply(handle: FileHandle(handle), keepCache: true))
         }
     }
