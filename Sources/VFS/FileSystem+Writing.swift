@@ -163,7 +163,7 @@ extension FileSystem {
             guard let file = self.openFiles[handle.rawValue], file.isWritable, let local = file.local else {
                 throw Errno.badFileDescriptor
             }
-            try self.localFiles.ensureRoom(for: UInt64(bytes.count))
+            try await self.localFiles.ensureRoom(for: UInt64(bytes.count))
             try await local.write(bytes, at: offset)
             let end = offset + UInt64(bytes.count)
             let first = file.noteWrite()
@@ -205,7 +205,7 @@ extension FileSystem {
             guard let file = self.openFiles[handle.rawValue], file.isWritable, let local = file.local else {
                 throw Errno.badFileDescriptor
             }
-            try self.localFiles.ensureRoom(for: length)
+            try await self.localFiles.ensureRoom(for: length)
             try await local.allocate(offset..<offset + length)
             let size = try await local.size()
             try await self.saveChange(of: inode.rawValue, fields: [.contents]) { $0.size = size }
@@ -346,7 +346,7 @@ extension FileSystem {
             guard try await store.children(of: record.identifier).isEmpty else { throw Errno.directoryNotEmpty }
         }
         try await store.deleteLocally(inode: record.inode)
-        localFiles.remove(record.inode)
+        await localFiles.remove(record.inode)
         uploader.wake()
     }
 

@@ -65,10 +65,10 @@ final class LocalFileFolder: Sendable {
     /// Makes `source` (the complete cached content) the local content of `inode`. The copy is
     /// written beside and renamed into place, so a crash leaves the old state or the new.
     func adopt(_ inode: UInt64, copying source: FileDescriptor, size: UInt64) async throws {
-        try ensureRoom(for: size)
         let path = path(of: inode)
         let partial = directory.appending("\(inode).partial")
         try await BlockingIO.run {
+            try self.checkRoom(for: size)
             let target = try FileDescriptor.open(
                 partial, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
             defer { try? target.close() }
@@ -95,21 +95,22 @@ final class LocalFileFolder: Sendable {
 
     /// Deletes the local content of `inode` (the item is gone, or the remote's version replaced it).
     /// Open handles keep their descriptors.
-    func remove(_ inode: UInt64) {
+    func remove(_ inode: UInt64) async {
         state.withLock { state in
             state.items.remove(inode)
             state.conflictCopies.remove(inode)
         }
-        unlink(path(of: inode).string)
+        let path = path(of: inode)
+        _ = try? await BlockingIO.run { unlink(path.string) }
     }
 
     /// Copies the local content of `inode` as it is now into a snapshot for an upload, and returns
-    /// its path; the caller deletes it when the upload ends. Only for items the store still holds:
-    /// a missing content file is taken as empty.
-    func snapshot(_ inode: UInt64, tag: Int64) async throws -> FilePath {
+    /// its path and size; the caller deletes it when the upload ends. Only for items the store
+    /// still holds: a missing content file is taken as empty.
+    func snapshot(_ inode: UInt64, tag: Int64) async throws -> (path: FilePath, size: UInt64) {
         let source = path(of: inode)
         let snapshot = uploads.appending("\(inode)-\(tag)")
-        try await BlockingIO.run {
+        let size = try await BlockingIO.run {
             // A file made an instant ago may not have its content file yet: it is empty.
             let input = try FileDescriptor.open(
                 source, .readOnly, options: [.create, .closeOnExec], permissions: [.ownerReadWrite])
@@ -117,11 +118,12 @@ final class LocalFileFolder: Sendable {
             let output = try FileDescriptor.open(
                 snapshot, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
             defer { try? output.close() }
-            let size = try input.seek(offset: 0, from: .end)
-            try self.ensureRoom(for: UInt64(size))
-            try Self.copy(from: input, to: output, size: UInt64(size))
+            let size = UInt64(try input.seek(offset: 0, from: .end))
+            try self.checkRoom(for: size)
+            try Self.copy(from: input, to: output, size: size)
+            return size
         }
-        return snapshot
+        return (snapshot, size)
     }
 
     // MARK: Room
@@ -130,7 +132,12 @@ final class LocalFileFolder: Sendable {
     /// journal need: so that on a full disk a write is refused cleanly, while deleting files
     /// (which needs a journal entry) still works. The reserve is 2% of the disk, from 8 MiB (what
     /// SQLite's write-ahead log may grow to between checkpoints) to 64 MiB.
-    func ensureRoom(for bytes: UInt64) throws {
+    func ensureRoom(for bytes: UInt64) async throws {
+        try await BlockingIO.run { try self.checkRoom(for: bytes) }
+    }
+
+    /// `ensureRoom`, for code already off the cooperative threads (statvfs may block).
+    private func checkRoom(for bytes: UInt64) throws {
         var disk = statvfs()
         guard statvfs(directory.string, &disk) == 0 else { return }
         let unit = UInt64(disk.f_frsize)

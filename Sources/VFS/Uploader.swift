@@ -227,8 +227,8 @@ final class Uploader: Sendable {
             // Deleted here since the journal was read: nothing to send.
             guard try await store.record(inode: record.inode) != nil else { return }
             let copy = try await localFiles.snapshot(record.inode, tag: change.sequence)
-            snapshot = copy
-            item.size = try FileManager.default.attributesOfItem(atPath: copy.string)[.size] as? UInt64 ?? item.size
+            snapshot = copy.path
+            item.size = copy.size
         }
         let contents = snapshot.map { URL(fileURLWithPath: $0.string) }
         if change.isCreation {
@@ -315,7 +315,7 @@ final class Uploader: Sendable {
         }
         let latest = try await provider.item(for: record.identifier)
         let replaced = try await store.replaceWithRemote(inode: record.inode, remote: latest)
-        localFiles.remove(record.inode)
+        await localFiles.remove(record.inode)
         nodes.remember(replaced, addingLookup: false)
         await kernel.invalidateContent(of: InodeNumber(record.inode))
         logger.notice("\(record.item.filename) changed on the remote and here; kept the local one as \(copy.filename)")
