@@ -339,7 +339,7 @@ extension MetadataStore {
             ?? identifier.rawValue
     }
 
-    private static func nextSequence(in db: Database) throws -> Int64 {
+    static func nextSequence(in db: Database) throws -> Int64 {
         guard
             let sequence = try Int64.fetchOne(
                 db, sql: "UPDATE journalClock SET sequence = sequence + 1 RETURNING sequence")

@@ -87,7 +87,7 @@ final class DirectoryLister: Sendable {
                 items.append(item)
                 seen.insert(item.identifier)
             }
-            try await store.upsert(items)
+            try await store.storeListed(items)
             guard let next = result.nextPage else { break }
             page = next
         }

@@ -34,9 +34,19 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
         public var received: UInt64
     }
 
+    public struct Replication: Sendable, Codable, Hashable {
+        /// Rounds of asking the remote for changes that ended, changes applied, rounds that had to
+        /// compare everything (no anchor, or an expired one), and what the last failed round said.
+        public var rounds = 0
+        public var changes = 0
+        public var fullComparisons = 0
+        public var lastError: String?
+    }
+
     public var fetches = Fetches()
     public var reads = Reads()
     public var listings = Listings()
+    public var replication = Replication()
     public var downloads: [Download] = []
     /// Reads refused to non-materializing processes, by process name.
     public var blocked: [String: Int] = [:]

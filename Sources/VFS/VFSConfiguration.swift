@@ -16,6 +16,10 @@ public struct VFSConfiguration: Sendable {
     public var pipelineDepth = 8
     /// At most this many journal entries are sent to the remote at once (1...128).
     public var uploadDepth = 4
+    /// Whether the mount asks the remote for its changes: at start, every `pollInterval` (never
+    /// when nil) and on `fpfs signal` (DESIGN §5).
+    public var replicatesChanges = true
+    public var pollInterval: Duration? = .seconds(30)
     /// Every write-type operation fails with EROFS.
     public var isReadOnly = false
     /// The largest read-ahead window of one handle.

@@ -6,6 +6,8 @@ struct FPFS: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fpfs",
         abstract: "Show a remote as a directory; fetch file contents only when something reads them.",
-        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self]
+        subcommands: [
+            MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self, SignalCommand.self,
+        ]
     )
 }
