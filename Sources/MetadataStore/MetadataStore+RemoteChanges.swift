@@ -26,6 +26,8 @@ public struct RemoteChangeOutcome: Sendable {
     public var releasedLocalContent: [UInt64] = []
     /// Changes not applied because the item has local changes the remote has not seen.
     public var keptLocal = 0
+    /// Folders to list again: a remote item waits there for a local one to leave its name.
+    public var foldersToList: [ItemIdentifier] = []
 
     public init() {}
 
@@ -102,6 +104,17 @@ extension MetadataStore {
         }
     }
 
+    /// Marks folders as not listed, so that their next use lists them again.
+    public func forgetListings(of directories: [ItemIdentifier]) async throws {
+        guard !directories.isEmpty else { return }
+        try await writer.write { db in
+            for directory in directories {
+                try db.execute(
+                    sql: "UPDATE directory SET isComplete = 0 WHERE identifier = ?", arguments: [directory.rawValue])
+            }
+        }
+    }
+
     /// The folders whose listing the store holds complete (the root among them once listed).
     public func listedDirectories() async throws -> Set<ItemIdentifier> {
         try await writer.read { db in
@@ -172,9 +185,7 @@ extension MetadataStore {
             // collision path); until then the remote's waits for the next listing.
             if try pending(occupant.inode, in: db) != nil {
                 outcome.keptLocal += 1
-                try db.execute(
-                    sql: "UPDATE directory SET isComplete = 0 WHERE identifier = ?",
-                    arguments: [remote.parentIdentifier.rawValue])
+                outcome.foldersToList.append(remote.parentIdentifier)
                 return
             }
             try removeRemotely(occupant, outcome: &outcome, in: db)

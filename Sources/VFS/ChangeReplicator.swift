@@ -22,6 +22,7 @@ final class ChangeReplicator: Sendable {
     private let cache: BlockCache
     private let localFiles: LocalFileFolder
     private let nodes: NodeTable
+    private let lister: DirectoryLister
     private let kernel: KernelCache
     private let configuration: VFSConfiguration
     private let statistics: Statistics
@@ -44,7 +45,8 @@ final class ChangeReplicator: Sendable {
 
     init(
         provider: any FileProvider, store: MetadataStore, cache: BlockCache, localFiles: LocalFileFolder,
-        nodes: NodeTable, kernel: KernelCache, configuration: VFSConfiguration, statistics: Statistics,
+        nodes: NodeTable, lister: DirectoryLister, kernel: KernelCache, configuration: VFSConfiguration,
+        statistics: Statistics,
         logger: Logger, wakeUploader: @escaping @Sendable () -> Void
     ) {
         self.provider = provider
@@ -52,6 +54,7 @@ final class ChangeReplicator: Sendable {
         self.cache = cache
         self.localFiles = localFiles
         self.nodes = nodes
+        self.lister = lister
         self.kernel = kernel
         self.configuration = configuration
         self.statistics = statistics
@@ -138,6 +141,7 @@ final class ChangeReplicator: Sendable {
         } catch {
             if !Task.isCancelled {
                 statistics.update { $0.replication.lastError = "\(error)" }
+                statistics.noteProblem("asking the remote for its changes failed: \(error)")
                 logger.warning("could not ask the remote for its changes: \(error)")
             }
             throw error
@@ -173,11 +177,23 @@ final class ChangeReplicator: Sendable {
     /// Lists the whole working set and applies the difference to what the store knows. The anchor
     /// is taken first, so a change made while the listing runs is reported again next round rather
     /// than missed.
+    ///
+    /// A store that knows nothing yet (a first mount) has nothing to compare: the anchor is enough,
+    /// and the folders listed while it was taken are listed again on their next use, so that a
+    /// change made between their listing and the anchor is not missed.
     private func compareEverything(_ enumerator: any ItemEnumerator) async throws -> Int {
-        statistics.update { $0.replication.fullComparisons += 1 }
+        let listedBefore = try await store.listedDirectories()
+        let knownBefore = try await store.remoteIdentifiers()
+        let knewNothing = listedBefore.isEmpty && knownBefore.isEmpty
         guard
             let anchor = try await Deadline.run(limit: enumerationLimit, { try await enumerator.currentSyncAnchor() })
         else { throw ProviderError.featureUnsupported }
+        if knewNothing {
+            try await save(anchor)
+            try await lister.forgetListings(of: Array(try await store.listedDirectories()))
+            return 0
+        }
+        statistics.update { $0.replication.fullComparisons += 1 }
         var remote: [Item] = []
         var page = EnumerationPage.initial
         var restarts = 0
@@ -258,6 +274,7 @@ final class ChangeReplicator: Sendable {
             await cache.discard(update.after.identifier, keeping: update.after.item.version.content)
         }
         if outcome.keptLocal > 0 { wakeUploader() }
+        try await lister.forgetListings(of: outcome.foldersToList)
         await tellKernel(outcome)
         return outcome.updated.count + outcome.added.count + outcome.removed.count
     }

@@ -112,10 +112,10 @@ public final class FileSystem: FileSystemOperations {
         self.gate = ProcessGate(names: configuration.nonMaterializingProcesses)
         self.uploader = Uploader(
             provider: provider, store: store, localFiles: localFiles, nodes: nodes, configuration: configuration,
-            logger: logger)
+            statistics: statistics, logger: logger)
         let uploader = self.uploader
         self.replicator = ChangeReplicator(
-            provider: provider, store: store, cache: cache, localFiles: localFiles, nodes: nodes,
+            provider: provider, store: store, cache: cache, localFiles: localFiles, nodes: nodes, lister: lister,
             kernel: uploader.kernel, configuration: configuration, statistics: statistics, logger: logger,
             wakeUploader: { uploader.wake() })
     }
