@@ -154,16 +154,19 @@ public final class MetadataStore: Sendable {
 
     static let placeholders = Array(repeating: "?", count: ItemRecord.columns.count).joined(separator: ", ")
 
+    /// Inserts an item, or updates the one with its identifier (which keeps its inode).
+    private static let upsertSQL = """
+        INSERT INTO item (\(ItemRecord.columns.joined(separator: ", "))) VALUES (\(placeholders))
+        ON CONFLICT(identifier) DO UPDATE SET \(
+            ItemRecord.columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
+        RETURNING inode
+        """
+
     static func upsert(_ item: Item, in db: Database) throws -> ItemRecord {
-        let columns = ItemRecord.columns.joined(separator: ", ")
-        let updates = ItemRecord.columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        let inode = try Int64.fetchOne(
-            db,
-            sql: """
-                INSERT INTO item (\(columns)) VALUES (\(placeholders))
-                ON CONFLICT(identifier) DO UPDATE SET \(updates)
-                RETURNING inode
-                """, arguments: try item.databaseArguments())
+        // A cached statement: listings store thousands of items, and preparing each anew cost
+        // more than running it.
+        let statement = try db.cachedStatement(sql: upsertSQL)
+        let inode = try Int64.fetchOne(statement, arguments: try item.databaseArguments())
         guard let inode else { throw DatabaseError(message: "upsert returned no inode") }
         return ItemRecord(inode: UInt64(inode), item: item)
     }
