@@ -336,7 +336,8 @@ extension MetadataStore {
     /// remote's, so an operation that read a record just before the replacement still works.
     static func resolve(_ identifier: ItemIdentifier, in db: Database) throws -> String {
         try String.fetchOne(
-            db, sql: "SELECT remote FROM identifierAlias WHERE local = ?", arguments: [identifier.rawValue])
+            db.cachedStatement(sql: "SELECT remote FROM identifierAlias WHERE local = ?"),
+            arguments: [identifier.rawValue])
             ?? identifier.rawValue
     }
 

@@ -173,14 +173,16 @@ public final class MetadataStore: Sendable {
 
     public func record(inode: UInt64) async throws -> ItemRecord? {
         try await writer.read { db in
-            try ItemRecord.fetchOne(db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            try ItemRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
         }
     }
 
     public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
         try await writer.read { db in
             try ItemRecord.fetchOne(
-                db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [try Self.resolve(identifier, in: db)])
+                db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"),
+                arguments: [try Self.resolve(identifier, in: db)])
         }
     }
 
@@ -188,7 +190,7 @@ public final class MetadataStore: Sendable {
     public func child(of parent: ItemIdentifier, named name: Filename) async throws -> ItemRecord? {
         try await writer.read { db in
             try ItemRecord.fetchOne(
-                db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?",
+                db.cachedStatement(sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?"),
                 arguments: [try Self.resolve(parent, in: db), Data(name.bytes)])
         }
     }
@@ -214,7 +216,7 @@ public final class MetadataStore: Sendable {
     public func isListingComplete(_ directory: ItemIdentifier) async throws -> Bool {
         try await writer.read { db in
             try Bool.fetchOne(
-                db, sql: "SELECT isComplete FROM directory WHERE identifier = ?",
+                db.cachedStatement(sql: "SELECT isComplete FROM directory WHERE identifier = ?"),
                 arguments: [try Self.resolve(directory, in: db)])
                 ?? false
         }
