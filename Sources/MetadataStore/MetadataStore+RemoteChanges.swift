@@ -104,21 +104,25 @@ extension MetadataStore {
         }
     }
 
-    /// Marks folders as not listed, so that their next use lists them again.
-    public func forgetListings(of directories: [ItemIdentifier]) async throws {
+    /// Marks listed folders stale, so that their next use lists them again.
+    public func markListingsStale(_ directories: [ItemIdentifier]) async throws {
         guard !directories.isEmpty else { return }
         try await writer.write { db in
             for directory in directories {
                 try db.execute(
-                    sql: "UPDATE directory SET isComplete = 0 WHERE identifier = ?", arguments: [directory.rawValue])
+                    sql: "UPDATE directory SET isComplete = ? WHERE identifier = ? AND isComplete = ?",
+                    arguments: [
+                        ListingState.stale.rawValue, directory.rawValue, ListingState.complete.rawValue,
+                    ])
             }
         }
     }
 
-    /// The folders whose listing the store holds complete (the root among them once listed).
+    /// The folders whose listing the store holds, complete or stale (the root among them once
+    /// listed).
     public func listedDirectories() async throws -> Set<ItemIdentifier> {
         try await writer.read { db in
-            let rows = try String.fetchAll(db, sql: "SELECT identifier FROM directory WHERE isComplete = 1")
+            let rows = try String.fetchAll(db, sql: "SELECT identifier FROM directory WHERE isComplete != 0")
             return Set(rows.map { ItemIdentifier($0) })
         }
     }
@@ -148,7 +152,8 @@ extension MetadataStore {
     private static func isListed(_ directory: ItemIdentifier, in db: Database) throws -> Bool {
         if directory == .rootContainer { return true }
         return try Bool.fetchOne(
-            db, sql: "SELECT isComplete FROM directory WHERE identifier = ?", arguments: [directory.rawValue]) ?? false
+            db, sql: "SELECT isComplete != 0 FROM directory WHERE identifier = ?", arguments: [directory.rawValue])
+            ?? false
     }
 
     private static func applyRemote(

@@ -57,7 +57,7 @@ public final class MetadataStore: Sendable {
                     CREATE INDEX item_by_parent_and_name ON item(parentIdentifier, filename);
                     CREATE TABLE directory (
                       identifier TEXT PRIMARY KEY,
-                      isComplete INTEGER NOT NULL
+                      isComplete INTEGER NOT NULL -- a ListingState
                     );
                     CREATE TABLE content (
                       fileNumber INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -212,13 +212,13 @@ public final class MetadataStore: Sendable {
 
     // MARK: Directories
 
-    /// True once a listing of `directory` ran to its end.
-    public func isListingComplete(_ directory: ItemIdentifier) async throws -> Bool {
+    /// Whether the store holds a listing of `directory`, and whether it is to be refreshed.
+    public func listingState(of directory: ItemIdentifier) async throws -> ListingState {
         try await writer.read { db in
-            try Bool.fetchOne(
+            let value = try Int.fetchOne(
                 db.cachedStatement(sql: "SELECT isComplete FROM directory WHERE identifier = ?"),
                 arguments: [try Self.resolve(directory, in: db)])
-                ?? false
+            return ListingState(rawValue: value ?? 0) ?? .unlisted
         }
     }
 
