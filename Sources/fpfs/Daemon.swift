@@ -53,6 +53,7 @@ struct Daemon {
             stateDirectory: cacheDirectory.appendingPathComponent("provider"), connections: pipelineDepth + 2,
             links: links)
         if trashesDeletions, let features = (provider as? any FeatureDescribing)?.features, !features.contains(.trash) {
+            await provider.invalidate()
             throw CommandFailure("--trash: the remote \(remote.name) has no trash to move deleted items to")
         }
         if let faultSpec {
