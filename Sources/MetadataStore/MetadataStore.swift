@@ -124,6 +124,10 @@ public final class MetadataStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("v3-writes-finish") { db in
+            // A deletion made with --trash moves the item to the remote's trash.
+            try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN toTrash INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 
@@ -168,6 +172,9 @@ public final class MetadataStore: Sendable {
         let statement = try db.cachedStatement(sql: upsertSQL)
         let inode = try Int64.fetchOne(statement, arguments: try item.databaseArguments())
         guard let inode else { throw DatabaseError(message: "upsert returned no inode") }
+        if let attributes = item.extendedAttributes {
+            try adoptRemoteAttributes(attributes, inode: UInt64(inode), in: db)
+        }
         return ItemRecord(inode: UInt64(inode), item: item)
     }
 

@@ -46,6 +46,12 @@ struct MountCommand: AsyncParsableCommand {
     @Flag(help: "Refuse every change with EROFS.")
     var readOnly = false
 
+    @Flag(help: "unlink and rmdir move items to the remote's trash (a folder remote; refused on WebDAV).")
+    var trash = false
+
+    @Flag(help: "On WebDAV, keep symlinks as NAME.rclonelink files holding the target (as rclone does).")
+    var links = false
+
     @Option(
         help: ArgumentHelp(
             "Comma-separated process names that may not cause downloads ('' for none).",
@@ -94,6 +100,7 @@ struct MountCommand: AsyncParsableCommand {
                     remote: remote, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                     remoteTimeout: .seconds(remoteTimeout), blockSize: blockSize, pipelineDepth: pipelineDepth,
                     uploadDepth: uploadDepth, pollInterval: pollInterval, isReadOnly: readOnly,
+                    trashesDeletions: trash, links: links,
                     nonMaterializing: nonMaterializingNames,
                     faultSpec: injectFaults, readyFD: readyFd)
                 try await daemon.run()
@@ -106,6 +113,8 @@ struct MountCommand: AsyncParsableCommand {
                     "--ready-fd", "3",
                 ]
                 if readOnly { arguments.append("--read-only") }
+                if trash { arguments.append("--trash") }
+                if links { arguments.append("--links") }
                 if let nonMaterializing { arguments += ["--non-materializing", nonMaterializing] }
                 if let user { arguments += ["--user", user] }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }
