@@ -104,6 +104,36 @@ extension MetadataStore {
         }
     }
 
+    /// Where the journal stands: its clock, and whether anything waits in it.
+    public func journalState() async throws -> JournalState {
+        try await writer.read { db in
+            let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM journalClock") ?? 0
+            let waiting = try Bool.fetchOne(
+                db,
+                sql: "SELECT EXISTS (SELECT 1 FROM pendingChange) OR EXISTS (SELECT 1 FROM pendingDeletion)")
+            return JournalState(sequence: sequence, isEmpty: !(waiting ?? false))
+        }
+    }
+
+    /// Replaces the stored listing of `directory` with `items` (all of them), provided the journal
+    /// is still empty at `sequence`: the listing then shows every local change, and no local change
+    /// came since. Otherwise nothing changes and false says so. For listing a stale folder again,
+    /// where the store already holds children that local changes may have moved on.
+    public func replaceListing(
+        of directory: ItemIdentifier, with items: [Item], ifJournalAt sequence: Int64
+    ) async throws -> Bool {
+        try await writer.write { db in
+            let now = try Int64.fetchOne(db, sql: "SELECT sequence FROM journalClock") ?? 0
+            let waiting = try Bool.fetchOne(
+                db,
+                sql: "SELECT EXISTS (SELECT 1 FROM pendingChange) OR EXISTS (SELECT 1 FROM pendingDeletion)")
+            guard now == sequence, !(waiting ?? false) else { return false }
+            for item in items { _ = try Self.upsert(item, in: db) }
+            try Self.completeListing(of: directory, seen: Set(items.map(\.identifier)), in: db)
+            return true
+        }
+    }
+
     /// Marks listed folders stale, so that their next use lists them again.
     public func markListingsStale(_ directories: [ItemIdentifier]) async throws {
         guard !directories.isEmpty else { return }

@@ -233,23 +233,25 @@ public final class MetadataStore: Sendable {
     /// no longer has are removed (unless they have local changes the remote has not seen), and the
     /// directory is marked complete.
     public func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>) async throws {
-        try await writer.write { db in
-            let known = try String.fetchAll(
-                db,
-                sql: """
-                    SELECT identifier FROM item WHERE parentIdentifier = ? AND identifier != ?
-                    AND inode NOT IN (SELECT inode FROM pendingChange)
-                    """, arguments: [directory.rawValue, directory.rawValue])
-            for identifier in known where !seen.contains(ItemIdentifier(identifier)) {
-                try db.execute(sql: "DELETE FROM item WHERE identifier = ?", arguments: [identifier])
-                try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [identifier])
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO directory (identifier, isComplete) VALUES (?, 1)
-                    ON CONFLICT(identifier) DO UPDATE SET isComplete = 1
-                    """, arguments: [directory.rawValue])
+        try await writer.write { db in try Self.completeListing(of: directory, seen: seen, in: db) }
+    }
+
+    static func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>, in db: Database) throws {
+        let known = try String.fetchAll(
+            db,
+            sql: """
+                SELECT identifier FROM item WHERE parentIdentifier = ? AND identifier != ?
+                AND inode NOT IN (SELECT inode FROM pendingChange)
+                """, arguments: [directory.rawValue, directory.rawValue])
+        for identifier in known where !seen.contains(ItemIdentifier(identifier)) {
+            try db.execute(sql: "DELETE FROM item WHERE identifier = ?", arguments: [identifier])
+            try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [identifier])
         }
+        try db.execute(
+            sql: """
+                INSERT INTO directory (identifier, isComplete) VALUES (?, 1)
+                ON CONFLICT(identifier) DO UPDATE SET isComplete = 1
+                """, arguments: [directory.rawValue])
     }
 
     // MARK: Cached content

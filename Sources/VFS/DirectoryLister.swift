@@ -47,7 +47,7 @@ final class DirectoryLister: Sendable {
         }
         let task = state.withLock { state -> Task<Void, any Error> in
             if let running = state.inFlight[directory] { return running }
-            let task = Task { try await self.list(directory) }
+            let task = Task { try await self.list(directory, refreshing: known == .stale) }
             state.inFlight[directory] = task
             return task
         }
@@ -69,8 +69,19 @@ final class DirectoryLister: Sendable {
         state.withLock { $0.complete.subtract(directories) }
     }
 
-    private func list(_ directory: ItemIdentifier) async throws {
+    /// Lists `directory` into the store. A first listing stores each page as it arrives. Listing a
+    /// stale folder again is different: its children in the store may be newer than the remote
+    /// (a local rename sent while the listing ran would come back as the old name), so it is done
+    /// only while the journal is empty, and applied only if no local change came meanwhile;
+    /// otherwise the last listing keeps serving and stays stale.
+    private func list(_ directory: ItemIdentifier, refreshing: Bool) async throws {
         defer { state.withLock { _ = $0.inFlight.removeValue(forKey: directory) } }
+        var journal: JournalState?
+        if refreshing {
+            journal = try await store.journalState()
+            guard journal?.isEmpty == true else { return }
+        }
+        var listed: [Item] = []
         let limit = configuration.remoteTimeout
         let provider = self.provider
         let enumerator = try await Deadline.run(limit: limit) { try await provider.enumerator(for: directory) }
@@ -90,6 +101,7 @@ final class DirectoryLister: Sendable {
                 logger.info("listing of \(directory) restarts: page expired")
                 page = .initial
                 seen = []
+                listed = []
                 continue
             }
             statistics.update { $0.listings.pages += 1 }
@@ -103,11 +115,17 @@ final class DirectoryLister: Sendable {
                 items.append(item)
                 seen.insert(item.identifier)
             }
-            try await store.storeListed(items)
+            if refreshing { listed += items } else { try await store.storeListed(items) }
             guard let next = result.nextPage else { break }
             page = next
         }
-        try await store.completeListing(of: directory, seen: seen)
+        if let journal {
+            guard try await store.replaceListing(of: directory, with: listed, ifJournalAt: journal.sequence) else {
+                return
+            }
+        } else {
+            try await store.completeListing(of: directory, seen: seen)
+        }
         statistics.update { $0.listings.directories += 1 }
         state.withLock { _ = $0.complete.insert(directory) }
     }
