@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where a provider writes the contents it fetches: bytes at offsets of the item's content.
 ///
 /// The engine's sink writes straight into the block cache and wakes readers whose bytes have
@@ -8,5 +10,3 @@ public protocol ContentSink: Sendable {
     /// data (the fetch was cancelled or the disk is full): the provider then stops and rethrows.
     func write(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64) async throws
 }
-
-import Foundation

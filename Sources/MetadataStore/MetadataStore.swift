@@ -124,6 +124,7 @@ public final class MetadataStore: Sendable {
                     );
                     """)
         }
+        registerCacheMigration(in: &migrator)
         return migrator
     }
 

@@ -40,7 +40,9 @@ extension FaultRule {
             }
             effect = .delay(.milliseconds(milliseconds))
         case ("short", true):
-            guard let bytes = UInt64(value) else { throw refuse("short needs a whole number of bytes, not \"\(value)\"") }
+            guard let bytes = UInt64(value) else {
+                throw refuse("short needs a whole number of bytes, not \"\(value)\"")
+            }
             effect = .shortContent(bytes: bytes)
         default: throw refuse("unknown effect \"\(parts[0])\"")
         }
@@ -57,8 +59,10 @@ extension FaultRule {
     private static let providerErrors: [String: ProviderError] = [
         "noSuchItem": .noSuchItem(nil), "serverUnreachable": .serverUnreachable(reason: "injected fault"),
         "notAuthenticated": .notAuthenticated(reason: "injected fault"), "insufficientQuota": .insufficientQuota,
-        "cannotSynchronize": .cannotSynchronize(reason: "injected fault"), "filenameCollision": .filenameCollision(existing: nil),
-        "directoryNotEmpty": .directoryNotEmpty, "deletionRejected": .deletionRejected, "excludedFromSync": .excludedFromSync,
+        "cannotSynchronize": .cannotSynchronize(reason: "injected fault"),
+        "filenameCollision": .filenameCollision(existing: nil),
+        "directoryNotEmpty": .directoryNotEmpty, "deletionRejected": .deletionRejected,
+        "excludedFromSync": .excludedFromSync,
         "featureUnsupported": .featureUnsupported, "versionNoLongerAvailable": .versionNoLongerAvailable,
         "pageExpired": .pageExpired, "syncAnchorExpired": .syncAnchorExpired, "conflict": .conflict(remote: nil),
     ]

@@ -13,7 +13,8 @@ extension InMemoryProvider {
         return try withTree { tree throws(ProviderError) in
             if let existing = try tree.directory(template.parentIdentifier).children[template.filename] {
                 // A replay after a crash finds its own earlier create.
-                if options.contains(.mayAlreadyExist), let node = tree.nodes[existing], node.item.kind == template.kind {
+                if options.contains(.mayAlreadyExist), let node = tree.nodes[existing], node.item.kind == template.kind
+                {
                     return node.item
                 }
                 throw .filenameCollision(existing: existing)
@@ -50,7 +51,9 @@ extension InMemoryProvider {
             if changedFields.contains(.symlinkTarget), let target = item.symlinkTarget {
                 result = try tree.setSymlinkTarget(item.identifier, to: target)
             }
-            let metadata = changedFields.intersection([.contentModificationDate, .creationDate, .permissions, .userInfo])
+            let metadata = changedFields.intersection([
+                .contentModificationDate, .creationDate, .permissions, .userInfo,
+            ])
             if !metadata.isEmpty { result = try tree.setMetadata(item.identifier, fields: metadata, from: item) }
             return result
         }

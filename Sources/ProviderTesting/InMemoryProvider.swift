@@ -105,7 +105,9 @@ public final class InMemoryProvider: PartialContentFetching, IncrementalContentF
     /// version with the content version unchanged.
     @discardableResult
     public func setMetadata(path: String, fields: ItemFields, from template: Item) throws -> Item {
-        try withTree { tree throws(ProviderError) in try tree.setMetadata(tree.resolve(path), fields: fields, from: template) }
+        try withTree { tree throws(ProviderError) in
+            try tree.setMetadata(tree.resolve(path), fields: fields, from: template)
+        }
     }
 
     /// Renames and/or moves an item to a new path whose parent exists; the identifier stays.

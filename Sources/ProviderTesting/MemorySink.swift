@@ -62,7 +62,8 @@ public final class MemorySink: ContentSink {
                 guard !overlap.isEmpty else { continue }
                 let source = Int(overlap.lowerBound - offset)
                 let destination = Int(overlap.lowerBound - range.lowerBound)
-                result.replaceSubrange(destination..<destination + overlap.count, with: piece[source..<source + overlap.count])
+                result.replaceSubrange(
+                    destination..<destination + overlap.count, with: piece[source..<source + overlap.count])
             }
         }
         return result

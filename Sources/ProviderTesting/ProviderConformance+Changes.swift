@@ -14,7 +14,8 @@ extension ProviderConformance {
         try await change(.modifyFile(path: path, contents: second), with: mutate)
         let modified = try await resolve(path)
         try expect(modified.version.content != first.version.content, "changing \(path) kept its content version")
-        try expect(try await fetch(modified.identifier).bytes == second, "fetching \(path) after a change gave old bytes")
+        try expect(
+            try await fetch(modified.identifier).bytes == second, "fetching \(path) after a change gave old bytes")
         try await change(.renameFile(from: path, to: renamed), with: mutate)
         let moved = try await resolve(renamed)
         try expect(
@@ -33,7 +34,8 @@ extension ProviderConformance {
         let old = ConformanceFixture.pattern(count: 10_000, seed: 2)
         try await change(.createFile(path: path, contents: old), with: mutate)
         let before = try await resolve(path)
-        try await change(.modifyFile(path: path, contents: ConformanceFixture.pattern(count: 12_000, seed: 3)), with: mutate)
+        try await change(
+            .modifyFile(path: path, contents: ConformanceFixture.pattern(count: 12_000, seed: 3)), with: mutate)
         let call = "fetchPartialContents(\(path), version: replaced, options: .strictVersioning)"
         let sink = MemorySink()
         do {
@@ -44,7 +46,8 @@ extension ProviderConformance {
             let retrieved = result.retrievedRange
             try expect(
                 result.item.version.content == before.version.content,
-                "\(call) returned version \(result.item.version) instead of the one asked for or versionNoLongerAvailable")
+                "\(call) returned version \(result.item.version) instead of the one asked for or versionNoLongerAvailable"
+            )
             try expect(
                 sink.bytes(in: retrieved) == Array(old[Int(retrieved.lowerBound)..<Int(retrieved.upperBound)]),
                 "\(call) claimed the old version but wrote other bytes")
@@ -87,8 +90,10 @@ extension ProviderConformance {
         for file in [modified, renamedFrom, deleted] { before[file] = try await resolve("\(directory)/\(file)") }
 
         try await change(.createFile(path: "\(directory)/\(created)", contents: Array("new".utf8)), with: mutate)
-        try await change(.modifyFile(path: "\(directory)/\(modified)", contents: Array("after, longer".utf8)), with: mutate)
-        try await change(.renameFile(from: "\(directory)/\(renamedFrom)", to: "\(directory)/\(renamedTo)"), with: mutate)
+        try await change(
+            .modifyFile(path: "\(directory)/\(modified)", contents: Array("after, longer".utf8)), with: mutate)
+        try await change(
+            .renameFile(from: "\(directory)/\(renamedFrom)", to: "\(directory)/\(renamedTo)"), with: mutate)
         try await change(.deleteFile(path: "\(directory)/\(deleted)"), with: mutate)
 
         var updated: [ItemIdentifier: Item] = [:]
@@ -130,10 +135,14 @@ extension ProviderConformance {
         try expect(gone.contains(before[deleted]!.identifier), "a file deleted remotely was not reported deleted")
 
         let foreign = try SyncAnchor("fpfs-conformance: an anchor this provider never handed out")
-        try await expectError("enumerateChanges(from: a foreign anchor)", "syncAnchorExpired", matching: { $0 == .syncAnchorExpired }) {
+        try await expectError(
+            "enumerateChanges(from: a foreign anchor)", "syncAnchorExpired", matching: { $0 == .syncAnchorExpired }
+        ) {
             _ = try await enumerator.enumerateChanges(from: foreign, suggestedPageSize: 100)
         }
-        for file in [created, modified, renamedTo] { try await change(.deleteFile(path: "\(directory)/\(file)"), with: mutate) }
+        for file in [created, modified, renamedTo] {
+            try await change(.deleteFile(path: "\(directory)/\(file)"), with: mutate)
+        }
         return .passed
     }
 }

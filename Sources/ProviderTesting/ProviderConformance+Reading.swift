@@ -51,9 +51,13 @@ extension ProviderConformance {
                 )
             }
         }
-        let enumerator = try await attempt("enumerator(for: root)") { try await provider.enumerator(for: .rootContainer) }
+        let enumerator = try await attempt("enumerator(for: root)") {
+            try await provider.enumerator(for: .rootContainer)
+        }
         let foreign = try EnumerationPage("fpfs-conformance: a page this provider never handed out")
-        try await expectError("enumerateItems(startingAt: a foreign page)", "pageExpired", matching: { $0 == .pageExpired }) {
+        try await expectError(
+            "enumerateItems(startingAt: a foreign page)", "pageExpired", matching: { $0 == .pageExpired }
+        ) {
             _ = try await enumerator.enumerateItems(startingAt: foreign, suggestedPageSize: 10)
         }
         return .passed
@@ -113,7 +117,8 @@ extension ProviderConformance {
             guard let listed = listing[path] else { throw Violation(message: "\(path) is not listed") }
             let (item, bytes) = try await fetch(listed.identifier)
             try expect(item.identifier == listed.identifier, "fetching \(path) returned item \(item.identifier)")
-            try expect(bytes == contents, "fetching \(path) gave \(bytes.count) bytes unlike the fixture's \(contents.count)")
+            try expect(
+                bytes == contents, "fetching \(path) gave \(bytes.count) bytes unlike the fixture's \(contents.count)")
             let again = try await fetch(listed.identifier, version: listed.version)
             try expect(again.bytes == contents, "fetching \(path) at its listed version gave other bytes")
         }

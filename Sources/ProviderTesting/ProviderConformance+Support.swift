@@ -35,7 +35,8 @@ extension ProviderConformance {
         do { try await body() } catch {
             let providerError = error as? ProviderError ?? (error as? Violation)?.underlying as? ProviderError
             if let providerError, matches(providerError) { return }
-            throw Violation(message: "\(call) threw \(providerError.map { "\($0)" } ?? "\(error)"), expected \(expected)")
+            throw Violation(
+                message: "\(call) threw \(providerError.map { "\($0)" } ?? "\(error)"), expected \(expected)")
         }
         throw Violation(message: "\(call) succeeded, expected \(expected)")
     }
@@ -128,9 +129,11 @@ extension ProviderConformance {
         sink.finish()
         try expect(sink.violations.isEmpty, "\(call) broke the sink contract: \(sink.violations)")
         let ranges = sink.writtenRanges
-        try expect(ranges.count <= 1 && ranges.first?.lowerBound ?? 0 == 0, "\(call) wrote \(ranges), not one run from 0")
+        try expect(
+            ranges.count <= 1 && ranges.first?.lowerBound ?? 0 == 0, "\(call) wrote \(ranges), not one run from 0")
         let bytes = sink.contents
-        try expect(UInt64(bytes.count) == item.size, "\(call) wrote \(bytes.count) bytes for an item of size \(item.size)")
+        try expect(
+            UInt64(bytes.count) == item.size, "\(call) wrote \(bytes.count) bytes for an item of size \(item.size)")
         return (item, bytes)
     }
 
@@ -147,7 +150,8 @@ extension ProviderConformance {
     ) async throws -> Item {
         let template = Item(
             identifier: ItemIdentifier("fpfs-conformance-local-\(UUID().uuidString)"), parentIdentifier: parent,
-            filename: Filename(name), kind: kind, size: UInt64(kind == .symlink ? target?.utf8.count ?? 0 : contents.count),
+            filename: Filename(name), kind: kind,
+            size: UInt64(kind == .symlink ? target?.utf8.count ?? 0 : contents.count),
             contentModificationDate: Timestamp.now, version: ItemVersion(content: [], metadata: []),
             symlinkTarget: target.map { Array($0.utf8) })
         let fields: ItemFields =

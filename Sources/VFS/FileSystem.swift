@@ -33,9 +33,11 @@ public final class FileSystem: FileSystemOperations {
     let fetcher: ContentFetcher
     let statistics = Statistics()
     let gate: ProcessGate
-    let openFiles = HandleTable<OpenFile>()
+    let openFiles: HandleTable<OpenFile>
     let localFiles: LocalFileFolder
     let uploader: Uploader
+    let pins: PinDownloader
+    let evictor: CacheEvictor
     private let openDirectories = HandleTable<OpenDirectory>()
 
     /// True when the remote could not be reached at start and the mount serves what the store
@@ -73,6 +75,8 @@ public final class FileSystem: FileSystemOperations {
             configuration: configuration, isOffline: isOffline, logger: logger)
         // Even a read-only mount sends what an earlier mount left in the journal.
         fileSystem.uploader.start()
+        cache.onGrowth { [evictor = fileSystem.evictor] in evictor.wake() }
+        fileSystem.pins.resume()
         return fileSystem
     }
 
@@ -102,6 +106,13 @@ public final class FileSystem: FileSystemOperations {
         self.uploader = Uploader(
             provider: provider, store: store, localFiles: localFiles, nodes: nodes, configuration: configuration,
             logger: logger)
+        self.pins = PinDownloader(
+            store: store, lister: lister, cache: cache, fetcher: fetcher, localFiles: localFiles, logger: logger)
+        let openFiles = HandleTable<OpenFile>()
+        self.openFiles = openFiles
+        self.evictor = CacheEvictor(
+            bound: configuration.cacheSize ?? .max, cache: cache, store: store, localFiles: localFiles,
+            kernel: uploader.kernel, openFiles: openFiles, logger: logger)
     }
 
     /// What the engine has done since mount.
@@ -125,7 +136,9 @@ public final class FileSystem: FileSystemOperations {
     /// sent stays in the journal for the next mount), then lets go of the provider.
     public func shutdown() async {
         await uploader.stop()
+        await pins.stop()
         await fetcher.drain()
+        do { try await cache.saveLastUsed() } catch { logger.error("cannot save the cache's order of use: \(error)") }
         await provider.invalidate()
     }
 
@@ -206,9 +219,8 @@ public final class FileSystem: FileSystemOperations {
             let file: OpenFile
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
                 file = try await self.openForWriting(record, flags: flags, readAhead: readAhead, context: context)
-            } else if self.localFiles.hasContent(record.inode) {
-                file = OpenFile(
-                    record: record, readAhead: readAhead, local: try await self.localFiles.open(record.inode))
+            } else if let local = try await self.localFiles.openExisting(record.inode) {
+                file = OpenFile(record: record, readAhead: readAhead, local: local)
             } else {
                 file = OpenFile(record: record, readAhead: readAhead)
             }
@@ -271,6 +283,7 @@ public final class FileSystem: FileSystemOperations {
     public func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws {
         guard let file = openFiles[handle.rawValue] else { return }
         openFiles.remove(handle.rawValue)
+        cache.touch(file.record.identifier)
         try await answering {
             defer { if file.isWritable { self.localFiles.endWriting(file.record.inode) } }
             try await self.saveWrites(of: file, inode: inode)
@@ -361,6 +374,7 @@ public final class FileSystem: FileSystemOperations {
             ExtendedAttribute.state: try await state(of: record, localBytes: local),
             ExtendedAttribute.localBytes: String(local),
             ExtendedAttribute.identifier: item.identifier.rawValue,
+            ExtendedAttribute.pinned: try await store.isPinned(inode: record.inode) ? "1" : "0",
         ]
         if inode == .root, let control = configuration.controlSocketPath {
             attributes[ExtendedAttribute.control] = control
@@ -412,7 +426,7 @@ public final class FileSystem: FileSystemOperations {
         return record
     }
 
-    private func localBytes(of record: ItemRecord) -> UInt64 {
+    func localBytes(of record: ItemRecord) -> UInt64 {
         let item = record.item
         guard item.kind == .file else { return 0 }
         if localFiles.hasContent(record.inode) { return item.size }

@@ -86,4 +86,7 @@ final class HandleTable<Value: Sendable>: Sendable {
     func remove(_ handle: UInt64) { state.withLock { _ = $0.values.removeValue(forKey: handle) } }
 
     var count: Int { state.withLock { $0.values.count } }
+
+    /// Every value held now.
+    var values: [Value] { state.withLock { Array($0.values.values) } }
 }

@@ -16,6 +16,9 @@ public struct VFSConfiguration: Sendable {
     public var pipelineDepth = 8
     /// At most this many journal entries are sent to the remote at once (1...128).
     public var uploadDepth = 4
+    /// The bound of the cache (block cache and clean local copies), in bytes; nil for none.
+    /// Clean, unpinned, unopened contents beyond it are evicted, least recently used first.
+    public var cacheSize: UInt64?
     /// Every write-type operation fails with EROFS.
     public var isReadOnly = false
     /// The largest read-ahead window of one handle.

@@ -23,6 +23,8 @@ struct Daemon {
     let blockSize: UInt64
     let pipelineDepth: Int
     let uploadDepth: Int
+    /// The cache bound in bytes; nil: a tenth of the disk holding the cache folder.
+    let cacheSize: UInt64?
     let isReadOnly: Bool
     let nonMaterializing: Set<String>
     let faultSpec: String?
@@ -63,6 +65,7 @@ struct Daemon {
         configuration.blockSize = blockSize
         configuration.pipelineDepth = pipelineDepth
         configuration.uploadDepth = uploadDepth
+        configuration.cacheSize = cacheSize ?? CacheDirectory.defaultCacheSize(of: cacheDirectory)
         configuration.isReadOnly = isReadOnly
         configuration.nonMaterializingProcesses = nonMaterializing
         configuration.uid = getuid()
@@ -98,7 +101,8 @@ struct Daemon {
                 fileSystem.retryUploadsNow()
                 return Self.statusReport(of: fileSystem, context: status)
             default:
-                return Data("{\"error\":\"unknown command\"}".utf8)
+                return CacheControl.answer(command, fileSystem: fileSystem)
+                    ?? Data("{\"error\":\"unknown command\"}".utf8)
             }
         }
         defer { control.stop() }

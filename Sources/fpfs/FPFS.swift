@@ -6,6 +6,9 @@ struct FPFS: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fpfs",
         abstract: "Show a remote as a directory; fetch file contents only when something reads them.",
-        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self]
+        subcommands: [
+            MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self, PinCommand.self,
+            UnpinCommand.self, EvictCommand.self,
+        ]
     )
 }

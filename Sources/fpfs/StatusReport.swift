@@ -92,13 +92,17 @@ struct StatusReport: Codable {
     }
 
     private static func progressBar(_ download: StatisticsSnapshot.Download) -> String {
-        let width = 30
-        let fraction = download.length == 0 ? 1 : min(1, Double(download.received) / Double(download.length))
-        let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let percent = Int(fraction * 100)
-        return "[\(bar)] \(String(percent).leftPadded(to: 3))% \(download.name) "
+        let fraction = download.length == 0 ? 1 : Double(download.received) / Double(download.length)
+        return bar(fraction) + " \(download.name) "
             + "(\(bytes(download.received)) of \(bytes(download.length)) at offset \(bytes(download.offset)))"
+    }
+
+    /// `[#####-----]  50%`: a bar of `width` characters and the percentage.
+    static func bar(_ fraction: Double, width: Int = 30) -> String {
+        let clamped = max(0, min(1, fraction))
+        let filled = Int(clamped * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        return "[\(bar)] \(String(Int(clamped * 100)).leftPadded(to: 3))%"
     }
 
     /// Bytes in the largest binary unit that keeps a number of at least 1.
