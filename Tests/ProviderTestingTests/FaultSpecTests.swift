@@ -7,16 +7,19 @@ import Testing
 @Suite struct FaultSpecTests {
     @Test func theDocumentedExampleParses() throws {
         let rules = try FaultRule.parse("hang:fetch:big.bin;error=serverUnreachable:fetch:bad.txt")
-        #expect(rules == [
-            FaultRule(.hang, on: .fetch, for: .filename("big.bin")),
-            FaultRule(.error(.serverUnreachable(reason: "injected fault")), on: .fetch, for: .filename("bad.txt")),
-        ])
+        #expect(
+            rules == [
+                FaultRule(.hang, on: .fetch, for: .filename("big.bin")),
+                FaultRule(.error(.serverUnreachable(reason: "injected fault")), on: .fetch, for: .filename("bad.txt")),
+            ])
     }
 
     @Test func everyEffectAndOperationParses() throws {
         #expect(try FaultRule(parsing: "delay=250:item") == FaultRule(.delay(.milliseconds(250)), on: .item))
         #expect(try FaultRule(parsing: "short=100:fetch") == FaultRule(.shortContent(bytes: 100), on: .fetch))
-        #expect(try FaultRule(parsing: "corrupt:fetch:a.bin") == FaultRule(.corruptRange, on: .fetch, for: .filename("a.bin")))
+        #expect(
+            try FaultRule(parsing: "corrupt:fetch:a.bin")
+                == FaultRule(.corruptRange, on: .fetch, for: .filename("a.bin")))
         for operation in FaultRule.Operation.allCases {
             #expect(try FaultRule(parsing: "hang:\(operation.rawValue)").operation == operation)
         }
@@ -37,7 +40,8 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "hang", "hang:", ":fetch", "hang:fetchh", "explode:fetch", "hang=1:fetch", "error:fetch", "error=nope:fetch",
+        "", "hang", "hang:", ":fetch", "hang:fetchh", "explode:fetch", "hang=1:fetch", "error:fetch",
+        "error=nope:fetch",
         "delay=abc:item", "delay=-5:item", "short=:fetch", "short=-1:fetch", "hang:fetch:", "hang:fetch:a/b",
         "hang:fetch:..", "hang:fetch;", "hang;error=noSuchItem:item",
     ])

@@ -29,7 +29,9 @@ import Testing
         let files = try (0..<5).map { try remote.addFile(path: "f\($0)", contents: [UInt8($0)]) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for file in files {
-                group.addTask { _ = try await remote.fetchContents(for: file.identifier, version: nil, into: MemorySink()) }
+                group.addTask {
+                    _ = try await remote.fetchContents(for: file.identifier, version: nil, into: MemorySink())
+                }
             }
             try await group.waitForAll()
         }
@@ -58,7 +60,8 @@ import Testing
         try remote.setContents(path: "file", contents)
         let sink = MemorySink()
         _ = try await remote.fetchContents(
-            for: old.identifier, version: nil, usingExistingContentsAt: existing, existingVersion: old.version, into: sink)
+            for: old.identifier, version: nil, usingExistingContentsAt: existing, existingVersion: old.version,
+            into: sink)
         #expect(sink.contents == contents)
         #expect(remote.recorder.bytesServed == 1000)
     }
@@ -74,7 +77,9 @@ import Testing
                 options: .strictVersioning, into: MemorySink())
         }
         let metadataOnly = try remote.setMetadata(path: "file", fields: .permissions, from: new)
-        #expect(metadataOnly.version.content == new.version.content && metadataOnly.version.metadata != new.version.metadata)
+        #expect(
+            metadataOnly.version.content == new.version.content && metadataOnly.version.metadata != new.version.metadata
+        )
     }
 
     @Test func anchorsExpireWhenTheLogIsTrimmed() async throws {
@@ -86,7 +91,9 @@ import Testing
         let batch = try await changes.enumerateChanges(from: anchor, suggestedPageSize: 1)
         #expect(batch.updated.map(\.filename) == ["one"] && batch.moreComing)
         remote.trimChangeLog(keepingLast: 1)
-        #expect(try await changes.enumerateChanges(from: batch.nextAnchor, suggestedPageSize: 10).updated.map(\.filename) == ["two"])
+        #expect(
+            try await changes.enumerateChanges(from: batch.nextAnchor, suggestedPageSize: 10).updated.map(\.filename)
+                == ["two"])
         await #expect(throws: ProviderError.syncAnchorExpired) {
             try await changes.enumerateChanges(from: anchor, suggestedPageSize: 10)
         }

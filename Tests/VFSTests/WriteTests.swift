@@ -195,4 +195,3 @@ struct WriteTests {
         #expect(try await vfs.resolve("made").inode == made.inode)
     }
 }
-
