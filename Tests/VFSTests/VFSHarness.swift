@@ -17,7 +17,7 @@ struct VFSHarness {
 
     static func make(
         provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5),
-        pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false
+        pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false, cacheSize: UInt64? = nil
     ) async throws -> VFSHarness {
         let directory =
             directory
@@ -31,6 +31,7 @@ struct VFSHarness {
         configuration.pipelineDepth = pipelineDepth
         configuration.nonMaterializingProcesses = nonMaterializing
         configuration.isReadOnly = readOnly
+        configuration.cacheSize = cacheSize
         let fileSystem = try await FileSystem.start(
             provider: provider, store: store, cache: cache, configuration: configuration,
             logger: Logger(label: "vfs-test"))
