@@ -26,9 +26,7 @@ struct PinCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            guard (1...86400).contains(timeout) else {
-                throw CommandFailure("--timeout must be a whole number of seconds from 1 to 86400")
-            }
+            try CommandFailure.checkSeconds(timeout, of: "--timeout", in: 1...86400)
             let targets = try paths.map(MountedPath.init)
             _ = try MountedPath.send("pin", for: targets)
             try await wait(for: targets)
@@ -90,7 +88,10 @@ struct PinCommand: AsyncParsableCommand {
     }
 
     private static func describe(_ progress: PinProgress, rate: Double) -> String {
-        let fraction = progress.bytes == 0 ? 1 : Double(progress.localBytes) / Double(progress.bytes)
+        // Before the listing of a pinned folder arrives there is nothing to count yet: 0%, not 100%.
+        let fraction =
+            progress.bytes == 0
+            ? (progress.downloading ? 0 : 1) : Double(progress.localBytes) / Double(progress.bytes)
         return StatusReport.bar(fraction)
             + " \(StatusReport.bytes(progress.localBytes)) of \(StatusReport.bytes(progress.bytes)) local, "
             + "\(progress.localFiles) of \(progress.files) files, \(StatusReport.bytes(UInt64(rate)))/s"
