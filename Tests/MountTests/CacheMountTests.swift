@@ -111,7 +111,7 @@ extension MountTests {
                     try Data().write(to: URL(fileURLWithPath: remote + "/keep/empty.txt"))
                     try Data("not pinned\n".utf8).write(to: URL(fileURLWithPath: remote + "/other.txt"))
                 }
-            ) { remote, mount, _ in
+            ) { remote, mount, scratch in
                 let expected = try await Self.checksums(of: remote.folder + "/keep")
                 let pin = try await FpfsBinary.command(["pin", mount.path("keep")], timeout: .seconds(120)).check()
                 #expect(pin.stdout.contains("4 of 4 files"), "fpfs pin said \(pin.stdout)")
@@ -128,6 +128,17 @@ extension MountTests {
                 // New children inherit the pin.
                 try await Command(["touch", mount.path("keep/sub/new.txt")]).check()
                 #expect(try await mount.xattr("user.fpfs.pinned", of: "keep/sub/new.txt") == "1")
+
+                // Pins are kept across a remount (here an offline one: the server is still away).
+                mount.unmount()
+                let again = try await TestMount.start(
+                    remote: remote.argument, in: scratch, options: ["--remote-timeout", "3"])
+                defer { again.unmount() }
+                #expect(try await again.xattr("user.fpfs.pinned", of: "keep/sub/b.bin") == "1")
+                #expect(try await again.xattr("user.fpfs.pinned", of: "other.txt") == "0")
+                var remounted = try await Self.checksums(of: again.path("keep"))
+                remounted.removeAll { $0.hasSuffix("./sub/new.txt") }
+                LineComparison.expectEqual(expected, remounted, "checksums of the pinned folder after a remount")
             }
         }
 
@@ -169,6 +180,14 @@ extension MountTests {
                 #expect(state == "local", "pinning through setfattr did not download the file")
                 try await Command(["setfattr", "-n", "user.fpfs.pinned", "-v", "0", mount.path("by-xattr.bin")]).check()
                 #expect(try await mount.xattr("user.fpfs.pinned", of: "by-xattr.bin") == "0")
+
+                // Pinning what is not local while the remote is away fails within the bound, saying why.
+                try await FpfsBinary.command(["evict", mount.path("clean.bin")]).check()
+                try remote.goAway()
+                let away = try await FpfsBinary.command(["pin", mount.path("clean.bin")], timeout: .seconds(60)).run()
+                #expect(!away.succeeded && away.stderr.contains("clean.bin"), "fpfs pin with the remote away: \(away)")
+                #expect(away.stderr.contains("Host is down"), "fpfs pin with the remote away: \(away)")
+                try await remote.comeBack()
             }
         }
 
