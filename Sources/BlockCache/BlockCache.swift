@@ -39,8 +39,8 @@ public final class BlockCache: Sendable {
             totalBytes -= bytes.removeValue(forKey: identifier) ?? 0
             records[identifier] = record
             guard let record else { return }
-            let count = BlockMap(bytes: record.presentBlocks).ranges(blockSize: record.blockSize, size: record.size)
-                .count
+            let count = BlockMap(bytes: record.presentBlocks).presentByteCount(
+                blockSize: record.blockSize, size: record.size)
             bytes[identifier] = count
             totalBytes += count
         }
