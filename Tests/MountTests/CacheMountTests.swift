@@ -191,6 +191,26 @@ extension MountTests {
             }
         }
 
+        @Test(
+            "a file written here and synced is evicted by deleting its local copy, and reads back from the remote",
+            arguments: [WritableRemote.Kind.folder, .apache])
+        func writtenFileEvicted(_ kind: WritableRemote.Kind) async throws {
+            try await Self.withMount(kind, options: [], prepare: { _ in }) { _, mount, scratch in
+                let source = scratch.path + "/source.bin"
+                try PatternFile.write(to: source, size: (3 << 20) + 5, seed: 41)
+                try await Command(["cp", source, mount.path("written.bin")]).check()
+                try await mount.sync()
+                #expect(try await mount.xattr("user.fpfs.state", of: "written.bin") == "local")
+                try await FpfsBinary.command(["evict", mount.path("written.bin")]).check()
+                #expect(try await mount.xattr("user.fpfs.state", of: "written.bin") == "cloud")
+                #expect(try await mount.diskUsage(of: "written.bin") == 0)
+                #expect(
+                    try FileManager.default.contentsOfDirectory(atPath: mount.cacheDir + "/local").isEmpty,
+                    "the local copy is still there")
+                try await Command(["cmp", source, mount.path("written.bin")]).check()
+            }
+        }
+
         @Test("fpfs pin, unpin and evict of a path outside an fpfs mount fail and say so")
         func outsideAMount() async throws {
             let scratch = try Scratch()
