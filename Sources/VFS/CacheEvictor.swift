@@ -48,10 +48,12 @@ final class CacheEvictor: Sendable {
         self.logger = logger
     }
 
-    /// Starts a pass if the cache is over its bound (after fetched bytes were committed).
-    func wake() {
+    /// Starts a pass if the cache is over its bound (after fetched bytes were committed), or with
+    /// `always` regardless (at mount: the bound may be smaller than last time, and the clean local
+    /// copies are not counted yet).
+    func wake(always: Bool = false) {
         let start = state.withLock { state -> Bool in
-            guard cache.cachedBytes + state.cleanLocalBytes > bound else { return false }
+            guard always || cache.cachedBytes + state.cleanLocalBytes > bound else { return false }
             if state.isRunning {
                 state.runAgain = true
                 return false

@@ -76,6 +76,7 @@ public final class FileSystem: FileSystemOperations {
         // Even a read-only mount sends what an earlier mount left in the journal.
         fileSystem.uploader.start()
         cache.onGrowth { [evictor = fileSystem.evictor] in evictor.wake() }
+        fileSystem.evictor.wake(always: true)
         fileSystem.pins.resume()
         return fileSystem
     }
