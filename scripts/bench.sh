@@ -128,7 +128,8 @@ peak_rss_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 fpfs_pid=""
 fpfs_mount() {
     rm -rf "$work/cache"
-    "$fpfs" mount "webdav://127.0.0.1:$port/dav/" "$work/mnt" --cache-dir "$work/cache" "$@"
+    # No polling, as rclone is given --dir-cache-time 1h: a round on Apache walks the whole tree.
+    "$fpfs" mount "webdav://127.0.0.1:$port/dav/" "$work/mnt" --cache-dir "$work/cache" --poll-interval 0 "$@"
     fpfs_pid="$(cat "$work/cache/daemon.pid")"
 }
 fpfs_unmount() {

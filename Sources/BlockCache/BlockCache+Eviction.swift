@@ -64,9 +64,7 @@ extension BlockCache {
         }
         guard let removed else { return 0 }
         guard let removed else { return nil }
-        try await store.removeContent(fileNumber: removed.record.fileNumber)
-        let path = directory.appending(String(removed.record.fileNumber))
-        _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: path.string) }
+        try await deleteFile(of: removed.record)
         return removed.bytes
     }
 

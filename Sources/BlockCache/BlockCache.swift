@@ -140,6 +140,29 @@ public final class BlockCache: Sendable {
         return winner
     }
 
+    /// Forgets the cached content of `identifier` unless it is of `keeping` (the remote's current
+    /// version): the remote changed or deleted the item. The file is deleted; a handle reading it
+    /// keeps its descriptor, and so the bytes of the version it opened.
+    public func discard(_ identifier: ItemIdentifier, keeping current: [UInt8]? = nil) async {
+        let stale = state.withLock { state -> ContentRecord? in
+            guard let record = state.records[identifier], record.contentVersion != current else { return nil }
+            state.setRecord(nil, of: identifier)
+            state.usedSinceSaved.remove(identifier)
+            if state.open[identifier]?.content?.fileNumber == record.fileNumber { state.open[identifier] = nil }
+            return record
+        }
+        guard let stale else { return }
+        try? await deleteFile(of: stale)
+    }
+
+    /// Deletes a content's row in the store, then its file (kept if the row could not go: a row
+    /// without its file would serve a fresh empty file's zeros after a restart).
+    func deleteFile(of record: ContentRecord) async throws {
+        try await store.removeContent(fileNumber: record.fileNumber)
+        let path = directory.appending(String(record.fileNumber))
+        _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: path.string) }
+    }
+
     /// Makes `content`'s landed bytes durable (see `CachedContent.commit`) and remembers the
     /// result, so `localBytes` stays right after the content is closed.
     public func commit(_ content: CachedContent) async throws {

@@ -143,10 +143,11 @@ extension MetadataStore {
                 db,
                 sql: """
                     SELECT sequence, CASE WHEN isCreation THEN 'create' ELSE 'change' END AS action,
-                      CAST(filename AS TEXT) AS name, item.size AS bytes, attempts, lastError
+                      CAST(filename AS TEXT) AS name, item.size AS bytes, attempts, lastError,
+                      sending != 0 AS isSending
                     FROM pendingChange JOIN item ON item.inode = pendingChange.inode
                     UNION ALL
-                    SELECT sequence, 'delete', identifier, 0, attempts, lastError FROM pendingDeletion
+                    SELECT sequence, 'delete', identifier, 0, attempts, lastError, 0 FROM pendingDeletion
                     ORDER BY sequence LIMIT ?
                     """, arguments: [limit])
         }
@@ -339,7 +340,7 @@ extension MetadataStore {
             ?? identifier.rawValue
     }
 
-    private static func nextSequence(in db: Database) throws -> Int64 {
+    static func nextSequence(in db: Database) throws -> Int64 {
         guard
             let sequence = try Int64.fetchOne(
                 db, sql: "UPDATE journalClock SET sequence = sequence + 1 RETURNING sequence")

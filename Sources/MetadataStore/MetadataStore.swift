@@ -219,12 +219,16 @@ public final class MetadataStore: Sendable {
     }
 
     /// Ends a listing of `directory` that returned `seen`: children the store knew but the listing
-    /// no longer has are removed, and the directory is marked complete.
+    /// no longer has are removed (unless they have local changes the remote has not seen), and the
+    /// directory is marked complete.
     public func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>) async throws {
         try await writer.write { db in
             let known = try String.fetchAll(
-                db, sql: "SELECT identifier FROM item WHERE parentIdentifier = ? AND identifier != ?",
-                arguments: [directory.rawValue, directory.rawValue])
+                db,
+                sql: """
+                    SELECT identifier FROM item WHERE parentIdentifier = ? AND identifier != ?
+                    AND inode NOT IN (SELECT inode FROM pendingChange)
+                    """, arguments: [directory.rawValue, directory.rawValue])
             for identifier in known where !seen.contains(ItemIdentifier(identifier)) {
                 try db.execute(sql: "DELETE FROM item WHERE identifier = ?", arguments: [identifier])
                 try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [identifier])

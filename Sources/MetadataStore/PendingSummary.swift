@@ -10,4 +10,6 @@ public struct PendingSummary: Sendable, Hashable, Codable, FetchableRecord {
     /// Failed attempts, and what the last one said.
     public var attempts: Int
     public var lastError: String?
+    /// Being sent now.
+    public var isSending: Bool
 }

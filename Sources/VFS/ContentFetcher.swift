@@ -170,6 +170,7 @@ final class ContentFetcher: Sendable {
             statistics.fetchEnded(download, failed: false)
         } catch {
             logger.warning("fetch of \(claim.range) of \(identifier) failed: \(error)")
+            if !(error is CancellationError) { statistics.noteProblem("fetch of \(name) failed: \(error)") }
             sink.close()
             content.finish(claim, error: error, untrusted: sink.written)
             statistics.fetchEnded(download, failed: true)

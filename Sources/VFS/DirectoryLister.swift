@@ -53,6 +53,14 @@ final class DirectoryLister: Sendable {
         try await task.value
     }
 
+    /// Forgets that `directories` are listed: their next use lists them again. (The store first,
+    /// so that a listing that begins meanwhile cannot mark them complete from a stale record.)
+    func forgetListings(of directories: [ItemIdentifier]) async throws {
+        guard !directories.isEmpty else { return }
+        try await store.forgetListings(of: directories)
+        state.withLock { $0.complete.subtract(directories) }
+    }
+
     private func list(_ directory: ItemIdentifier) async throws {
         defer { state.withLock { _ = $0.inFlight.removeValue(forKey: directory) } }
         let limit = configuration.remoteTimeout
@@ -87,7 +95,7 @@ final class DirectoryLister: Sendable {
                 items.append(item)
                 seen.insert(item.identifier)
             }
-            try await store.upsert(items)
+            try await store.storeListed(items)
             guard let next = result.nextPage else { break }
             page = next
         }

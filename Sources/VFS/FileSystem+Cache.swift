@@ -47,10 +47,6 @@ extension FileSystem {
         try await store.unpin(inode: inode)
     }
 
-    /// Starts the downloads of every pin again, for what appeared in pinned folders since (change
-    /// replication calls this after a batch of remote changes; the walk skips what is local).
-    public func downloadPins() { pins.resume() }
-
     /// What the cache holds against its bound (DECISIONS 58): block-cache bytes (clean local copies
     /// are counted at eviction passes), and the bound; for `fpfs status`.
     public var cacheUsage: (bytes: UInt64, bound: UInt64?) { (cache.cachedBytes, configuration.cacheSize) }

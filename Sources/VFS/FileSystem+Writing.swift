@@ -117,17 +117,24 @@ extension FileSystem {
     {
         try refuseIfReadOnly()
         let truncating = flags & O_TRUNC != 0
-        let local = try await makeLocal(record, keepingBytes: !truncating, context: context)
-        if truncating, try await local.size() > 0 {
-            try await local.truncate(to: 0)
-            try await saveChange(of: record.inode, fields: [.contents, .contentModificationDate]) {
-                $0.size = 0
-                $0.contentModificationDate = .now
-            }
-        }
         let isWritable = flags & O_ACCMODE != O_RDONLY
+        // Counted as a writer before the local content is opened, so that a remote change cannot
+        // take that content away meanwhile (`LocalFileFolder.release`).
         if isWritable { localFiles.beginWriting(record.inode) }
-        return OpenFile(record: record, readAhead: readAhead, local: local, isWritable: isWritable)
+        do {
+            let local = try await makeLocal(record, keepingBytes: !truncating, context: context)
+            if truncating, try await local.size() > 0 {
+                try await local.truncate(to: 0)
+                try await saveChange(of: record.inode, fields: [.contents, .contentModificationDate]) {
+                    $0.size = 0
+                    $0.contentModificationDate = .now
+                }
+            }
+            return OpenFile(record: record, readAhead: readAhead, local: local, isWritable: isWritable)
+        } catch {
+            if isWritable { localFiles.endWriting(record.inode) }
+            throw error
+        }
     }
 
     /// The local content of a file, made from the remote content (all of it fetched first) unless
@@ -221,6 +228,9 @@ extension FileSystem {
             try self.refuseIfReadOnly()
             var record = try await self.record(inode)
             var fields: ItemFields = []
+            // A writer until the new size is saved (see openForWriting).
+            if changes.size != nil { self.localFiles.beginWriting(record.inode) }
+            defer { if changes.size != nil { self.localFiles.endWriting(record.inode) } }
             if let size = changes.size {
                 guard record.item.kind == .file else { throw Errno.isDirectory }
                 let local =
@@ -389,7 +399,8 @@ extension FileSystem {
 
     // MARK: The uploader
 
-    /// Lets the engine correct the kernel's caches after changes it did not ask for (conflicts).
+    /// Lets the engine correct the kernel's caches after changes it did not ask for (conflicts,
+    /// remote changes).
     public func attach(_ notifier: FuseNotifier) { uploader.kernel.attach(notifier) }
 
     /// The local changes not yet on the remote, with the first `listing` of them.

@@ -9,6 +9,7 @@
 //
 // Writes happen locally first and are journalled; the Uploader replays them to the remote
 // (FileSystem+Writing, DESIGN §4). With `isReadOnly` every write-type operation is EROFS.
+// Changes made on the remote come in through the ChangeReplicator (DESIGN §5).
 
 import BlockCache
 import FileProviderKit
@@ -38,6 +39,7 @@ public final class FileSystem: FileSystemOperations {
     let uploader: Uploader
     let pins: PinDownloader
     let evictor: CacheEvictor
+    let replicator: ChangeReplicator
     private let openDirectories = HandleTable<OpenDirectory>()
 
     /// True when the remote could not be reached at start and the mount serves what the store
@@ -78,6 +80,15 @@ public final class FileSystem: FileSystemOperations {
         cache.onGrowth { [evictor = fileSystem.evictor] in evictor.wake() }
         fileSystem.evictor.wake(always: true)
         fileSystem.pins.resume()
+        if configuration.replicatesChanges {
+            // A remount serves what the store knew: the changes made on the remote meanwhile come
+            // first, for a while, so that the mount does not show the old state at first.
+            let remounted = try await store.setting(ChangeReplicator.anchorSetting) != nil
+            fileSystem.replicator.start()
+            if remounted, !isOffline {
+                await fileSystem.replicator.awaitFirstRound(upTo: min(configuration.remoteTimeout, .seconds(10)))
+            }
+        }
         return fileSystem
     }
 
@@ -106,9 +117,15 @@ public final class FileSystem: FileSystemOperations {
         self.gate = ProcessGate(names: configuration.nonMaterializingProcesses)
         self.uploader = Uploader(
             provider: provider, store: store, localFiles: localFiles, nodes: nodes, configuration: configuration,
-            logger: logger)
-        self.pins = PinDownloader(
+            statistics: statistics, logger: logger)
+        let uploader = self.uploader
+        let pins = PinDownloader(
             store: store, lister: lister, cache: cache, fetcher: fetcher, localFiles: localFiles, logger: logger)
+        self.pins = pins
+        self.replicator = ChangeReplicator(
+            provider: provider, store: store, cache: cache, localFiles: localFiles, nodes: nodes, lister: lister,
+            kernel: uploader.kernel, configuration: configuration, statistics: statistics, logger: logger,
+            wakeUploader: { uploader.wake() }, changesApplied: { pins.resume() })
         let openFiles = HandleTable<OpenFile>()
         self.openFiles = openFiles
         self.evictor = CacheEvictor(
@@ -121,6 +138,12 @@ public final class FileSystem: FileSystemOperations {
         var snapshot = statistics.snapshot
         snapshot.blocked = gate.refusalCounts
         return snapshot
+    }
+
+    /// Asks the remote for its changes now and applies them (`fpfs signal`); returns how many
+    /// items changed in the mount.
+    public func replicateChangesNow() async throws -> Int {
+        try await replicator.replicateNow()
     }
 
     // MARK: Connection
@@ -136,6 +159,7 @@ public final class FileSystem: FileSystemOperations {
     /// Lets running fetches end and record what they brought, stops the uploader (what it has not
     /// sent stays in the journal for the next mount), then lets go of the provider.
     public func shutdown() async {
+        await replicator.stop()
         await uploader.stop()
         await pins.stop()
         await fetcher.drain()
@@ -224,11 +248,17 @@ public final class FileSystem: FileSystemOperations {
                 file = OpenFile(record: record, readAhead: readAhead, local: local)
             } else {
                 file = OpenFile(record: record, readAhead: readAhead)
+                // Holding the cached content from the start keeps this version's bytes readable
+                // through this handle even if the remote changes the file meanwhile.
+                if self.localBytes(of: record) > 0 { _ = try await file.cachedContent(in: self.cache) }
             }
+            // Handles of an older version still open (the remote changed the file) read through
+            // the page cache, which is the inode's, not the handle's: this one bypasses it.
+            let olderOpen = self.openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
             let handle = self.openFiles.insert(file)
             // The content of a version never changes, and local contents change only through the
             // kernel, so pages cached from an earlier open stay good.
-            return OpenReply(handle: FileHandle(handle), keepCache: true)
+            return OpenReply(handle: FileHandle(handle), keepCache: !olderOpen, directIO: olderOpen)
         }
     }
 
@@ -285,6 +315,14 @@ public final class FileSystem: FileSystemOperations {
         guard let file = openFiles[handle.rawValue] else { return }
         openFiles.remove(handle.rawValue)
         cache.touch(file.record.identifier)
+        // The last handle of a version the remote replaced may have put that version's pages in
+        // the page cache: they go, from a task of their own (never from inside this request).
+        if let current = nodes.record(inode), !file.isOf(current),
+            !openFiles.contains(where: { $0.record.inode == current.inode && !$0.isOf(current) })
+        {
+            let kernel = uploader.kernel
+            Task { await kernel.invalidateContent(of: inode) }
+        }
         try await answering {
             defer { if file.isWritable { self.localFiles.endWriting(file.record.inode) } }
             try await self.saveWrites(of: file, inode: inode)

@@ -24,6 +24,14 @@ final class KernelCache: Sendable {
         }
     }
 
+    /// Tells the kernel that `name` in `parent`, which was `child`, is gone.
+    func notifyDelete(parent: InodeNumber, child: InodeNumber, name: [UInt8]) async {
+        guard let notifier = notifier.withLock({ $0 }) else { return }
+        do { try await notifier.notifyDelete(parent: parent, child: child, name: name) } catch {
+            logger.warning("could not tell the kernel of a deletion in inode \(parent.rawValue): \(error)")
+        }
+    }
+
     /// Drops the cached name `name` in `parent`.
     func invalidateEntry(parent: InodeNumber, name: [UInt8]) async {
         guard let notifier = notifier.withLock({ $0 }) else { return }

@@ -167,6 +167,22 @@ final class LocalFileFolder: Sendable {
         _ = try? await BlockingIO.run { unlink(path.string) }
     }
 
+    /// Gives up the local content of `inode` for the remote's newer version, unless a writer has
+    /// it open: then it stays, and false says so. The file itself is deleted by `remove`.
+    func release(_ inode: UInt64) -> Bool {
+        state.withLock { state in
+            guard state.writers[inode] == nil else { return false }
+            state.items.remove(inode)
+            state.conflictCopies.remove(inode)
+            return true
+        }
+    }
+
+    /// Takes back contents given up by `release` whose replacement failed.
+    func restore(_ inodes: some Sequence<UInt64>) {
+        state.withLock { $0.items.formUnion(inodes) }
+    }
+
     /// Copies the local content of `inode` as it is now into a snapshot for an upload, and returns
     /// its path and size; the caller deletes it when the upload ends. Only for items the store
     /// still holds: a missing content file is taken as empty.

@@ -45,6 +45,18 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// A remote change replaced the record `before` with `after`: a held inode takes it, unless a
+    /// local change replaced its record meanwhile. True when the kernel holds the inode.
+    func refresh(_ after: ItemRecord, replacing before: ItemRecord) -> Bool {
+        nodes.withLock { nodes in
+            let inode = InodeNumber(after.inode)
+            guard var node = nodes[inode] else { return false }
+            if node.record == before { node.record = after }
+            nodes[inode] = node
+            return true
+        }
+    }
+
     /// After the remote gave an item its identifier: every held record that named the old one
     /// (the item itself, its children) names the new one.
     func replaceIdentifier(_ old: ItemIdentifier, with remote: Item, inode: InodeNumber) {

@@ -25,6 +25,9 @@ final class OpenFile: Sendable {
         self.isWritable = isWritable
     }
 
+    /// True when this handle reads the content version `record` has now.
+    func isOf(_ record: ItemRecord) -> Bool { self.record.item.version.content == record.item.version.content }
+
     /// Notes a write; true for the first one since the last save.
     func noteWrite() -> Bool {
         unsavedWrites.withLock { unsaved in
@@ -84,6 +87,10 @@ final class HandleTable<Value: Sendable>: Sendable {
     subscript(handle: UInt64) -> Value? { state.withLock { $0.values[handle] } }
 
     func remove(_ handle: UInt64) { state.withLock { _ = $0.values.removeValue(forKey: handle) } }
+
+    func contains(where predicate: (Value) -> Bool) -> Bool {
+        state.withLock { $0.values.values.contains(where: predicate) }
+    }
 
     var count: Int { state.withLock { $0.values.count } }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// What the engine has done since mount, for `fpfs status` and for tests.
@@ -34,9 +35,38 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
         public var received: UInt64
     }
 
+    public struct Replication: Sendable, Codable, Hashable {
+        /// Rounds of asking the remote for changes that ended, changes applied, rounds that had to
+        /// compare everything (no anchor, or an expired one), and what the last failed round said.
+        public var rounds = 0
+        public var changes = 0
+        public var fullComparisons = 0
+        public var lastError: String?
+    }
+
+    public struct Uploads: Sendable, Codable, Hashable {
+        /// Journal entries sent, bytes of contents among them, and attempts that failed.
+        public var sent = 0
+        public var bytes: UInt64 = 0
+        public var failed = 0
+    }
+
+    /// Something that went wrong, for `fpfs status`: when (seconds since 1970) and what.
+    public struct Problem: Sendable, Codable, Hashable {
+        public var time: Double
+        public var message: String
+    }
+
+    /// How many problems `errors` keeps.
+    public static let problemsKept = 10
+
     public var fetches = Fetches()
     public var reads = Reads()
     public var listings = Listings()
+    public var replication = Replication()
+    public var uploads = Uploads()
+    /// The latest problems, oldest first.
+    public var errors: [Problem] = []
     public var downloads: [Download] = []
     /// Reads refused to non-materializing processes, by process name.
     public var blocked: [String: Int] = [:]
@@ -61,6 +91,15 @@ final class Statistics: Sendable {
     }
 
     func update(_ body: (inout StatisticsSnapshot) -> Void) { state.withLock { body(&$0.snapshot) } }
+
+    /// Keeps `message` among the latest problems.
+    func noteProblem(_ message: String) {
+        let problem = StatisticsSnapshot.Problem(time: Date().timeIntervalSince1970, message: message)
+        state.withLock { state in
+            state.snapshot.errors.append(problem)
+            state.snapshot.errors.removeFirst(max(0, state.snapshot.errors.count - StatisticsSnapshot.problemsKept))
+        }
+    }
 
     /// Counts a provider fetch that begins; returns its number for progress and the end.
     func fetchStarted(name: String, range: Range<UInt64>) -> UInt64 {

@@ -36,6 +36,7 @@ final class Uploader: Sendable {
     private let nodes: NodeTable
     let kernel: KernelCache
     private let depth: Int
+    private let statistics: Statistics
     private let logger: Logger
     private let signal = WakeSignal()
 
@@ -58,8 +59,9 @@ final class Uploader: Sendable {
 
     init(
         provider: any FileProvider, store: MetadataStore, localFiles: LocalFileFolder, nodes: NodeTable,
-        configuration: VFSConfiguration, logger: Logger
+        configuration: VFSConfiguration, statistics: Statistics, logger: Logger
     ) {
+        self.statistics = statistics
         self.provider = provider
         self.store = store
         self.localFiles = localFiles
@@ -211,6 +213,14 @@ final class Uploader: Sendable {
             state.withLock { state in
                 state.retryAt[Self.key(of: entry)] = nil
                 if case .change(let change, _) = entry { state.refused.remove(change.inode) }
+            }
+            statistics.update {
+                $0.uploads.sent += 1
+                if case .change(let change, let record) = entry, record.item.kind == .file,
+                    change.isCreation || change.fields.contains(.contents)
+                {
+                    $0.uploads.bytes += record.item.size
+                }
             }
         } catch is CancellationError {
             return
@@ -377,7 +387,9 @@ final class Uploader: Sendable {
         let message = "\(error)"
         if !transient || attempts == 1 {
             logger.warning("sending \(Self.describe(entry)) failed (attempt \(attempts)): \(message)")
+            statistics.noteProblem("sending \(Self.describe(entry)) failed: \(message)")
         }
+        statistics.update { $0.uploads.failed += 1 }
         do { try await store.recordUploadFailure(of: entry, message: message) } catch {
             logger.error("cannot record an upload failure: \(error)")
         }

@@ -19,6 +19,10 @@ public struct VFSConfiguration: Sendable {
     /// The bound of the cache (block cache and clean local copies), in bytes; nil for none.
     /// Clean, unpinned, unopened contents beyond it are evicted, least recently used first.
     public var cacheSize: UInt64?
+    /// Whether the mount asks the remote for its changes: at start, every `pollInterval` (never
+    /// when nil) and on `fpfs signal` (DESIGN §5).
+    public var replicatesChanges = true
+    public var pollInterval: Duration? = .seconds(30)
     /// Every write-type operation fails with EROFS.
     public var isReadOnly = false
     /// The largest read-ahead window of one handle.

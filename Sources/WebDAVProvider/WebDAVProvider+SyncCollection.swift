@@ -23,15 +23,21 @@ extension WebDAVProvider {
         let usesFileIDs = try await serverFeatures().usesFileIDs
         var updated: [Item] = []
         var gone: [ItemIdentifier] = []
+        var present: [(MultistatusParser.Response, RemotePath)] = []
         let answer = try await syncCollection(since: token, limit: limit) { entry, path in
             if entry.status == 404 || entry.status == 410 {
-                // A path the index does not know was never handed out under a fileid.
+                // A path the index does not know was never handed out under a fileid. Resolved
+                // before any member that is still there moves the index on: a folder renamed in
+                // the same answer would otherwise hide its deleted children's old paths.
                 if let identifier = usesFileIDs ? fileIDs.identifier(at: path) : path.identifier {
                     gone.append(identifier)
                 }
             } else {
-                updated.append(Item(try await location(of: entry, at: path, parent: nil), properties: entry))
+                present.append((entry, path))
             }
+        }
+        for (entry, path) in present {
+            updated.append(Item(try await location(of: entry, at: path, parent: nil), properties: entry))
         }
         let stayed = Set(updated.map(\.identifier))
         var deleted: [ItemIdentifier] = []

@@ -7,8 +7,9 @@ import Foundation
 
 /// Talks to a mount's daemon over its control socket, found from the mountpoint.
 enum ControlClient {
-    /// Sends `command` to the daemon serving `mountpoint` and returns its JSON answer.
-    static func send(_ command: String, to mountpoint: String) throws -> Data {
+    /// Sends `command` to the daemon serving `mountpoint` and returns its JSON answer, waiting
+    /// for it at most `timeout` seconds.
+    static func send(_ command: String, to mountpoint: String, timeout: Int = 30) throws -> Data {
         let path = try socketPath(of: mountpoint)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw CommandFailure("cannot create a socket: \(String(cString: strerror(errno)))") }
@@ -24,8 +25,8 @@ enum ControlClient {
         guard connected == 0 else {
             throw CommandFailure("the daemon of \(mountpoint) does not answer: \(String(cString: strerror(errno)))")
         }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var limit = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         let request = Array((command + "\n").utf8)
         guard write(fd, request, request.count) == request.count else {
             throw CommandFailure("cannot send to the daemon of \(mountpoint)")

@@ -53,7 +53,7 @@ final class ControlServer: Sendable {
         unlink(path)
     }
 
-    private static func serve(_ fd: Int32, handler: @Sendable (String) -> Data) {
+    private static func serve(_ fd: Int32, handler: @escaping @Sendable (String) -> Data) {
         while true {
             let connection = accept(fd, nil, nil)
             if connection < 0 {
@@ -61,26 +61,33 @@ final class ControlServer: Sendable {
                 return
             }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
-            var timeout = timeval(tv_sec: 5, tv_usec: 0)
-            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var request: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 1024)
-            while !request.contains(UInt8(ascii: "\n")), request.count < 65536 {
-                let count = read(connection, &buffer, buffer.count)
-                if count <= 0 { break }
-                request += buffer.prefix(count)
-            }
-            let command = String(decoding: request, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let answer = handler(command)
-            answer.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(connection, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written <= 0 { break }
-                    offset += written
-                }
-            }
-            close(connection)
+            // A thread per connection: a command that waits (`signal`) must not hold up `status`.
+            let thread = Thread { answer(connection, handler: handler) }
+            thread.name = "fpfs-control-connection"
+            thread.start()
         }
+    }
+
+    private static func answer(_ connection: Int32, handler: @Sendable (String) -> Data) {
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var request: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while !request.contains(UInt8(ascii: "\n")), request.count < 65536 {
+            let count = read(connection, &buffer, buffer.count)
+            if count <= 0 { break }
+            request += buffer.prefix(count)
+        }
+        let command = String(decoding: request, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let answer = handler(command)
+        answer.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(connection, bytes.baseAddress! + offset, bytes.count - offset)
+                if written <= 0 { break }
+                offset += written
+            }
+        }
+        close(connection)
     }
 }

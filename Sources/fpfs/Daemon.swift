@@ -25,6 +25,8 @@ struct Daemon {
     let uploadDepth: Int
     /// The cache bound in bytes; nil: a tenth of the disk holding the cache folder.
     let cacheSize: UInt64?
+    /// Seconds between asking the remote for changes; 0: only at mount and on `fpfs signal`.
+    let pollInterval: Int
     let isReadOnly: Bool
     let nonMaterializing: Set<String>
     let faultSpec: String?
@@ -66,6 +68,7 @@ struct Daemon {
         configuration.pipelineDepth = pipelineDepth
         configuration.uploadDepth = uploadDepth
         configuration.cacheSize = cacheSize ?? CacheDirectory.defaultCacheSize(of: cacheDirectory)
+        configuration.pollInterval = pollInterval > 0 ? .seconds(pollInterval) : nil
         configuration.isReadOnly = isReadOnly
         configuration.nonMaterializingProcesses = nonMaterializing
         configuration.uid = getuid()
@@ -100,6 +103,10 @@ struct Daemon {
             case "sync":
                 fileSystem.retryUploadsNow()
                 return Self.statusReport(of: fileSystem, context: status)
+            case let signal where signal.hasPrefix("signal"):
+                return Self.replicate(
+                    fileSystem,
+                    waitingAtMost: Int(signal.dropFirst("signal".count).trimmingCharacters(in: .whitespaces)) ?? 60)
             default:
                 return CacheControl.answer(command, fileSystem: fileSystem)
                     ?? Data("{\"error\":\"unknown command\"}".utf8)
@@ -141,6 +148,31 @@ struct Daemon {
         return StatusReport(
             context: context, statistics: fileSystem.statisticsSnapshot, uploads: queue.withLock { $0 }
         ).json()
+    }
+
+    /// Runs a round of remote changes (`fpfs signal`) and answers `{"changes": N}`, or
+    /// `{"error": "…"}` when it failed or did not end within `seconds`. Runs on a control
+    /// connection's own thread.
+    private static func replicate(_ fileSystem: FileSystem, waitingAtMost seconds: Int) -> Data {
+        let outcome = Mutex<Result<Int, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let result: Result<Int, any Error>
+            do { result = .success(try await fileSystem.replicateChangesNow()) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        let answer: [String: String]
+        if done.wait(timeout: .now() + .seconds(seconds)) == .timedOut {
+            answer = ["error": "the remote's changes are still being applied after \(seconds) s"]
+        } else {
+            switch outcome.withLock({ $0 }) {
+            case .success(let count): answer = ["changes": String(count)]
+            case .failure(let error): answer = ["error": "\(error)"]
+            case nil: answer = ["error": "no answer"]
+            }
+        }
+        return (try? JSONEncoder().encode(answer)) ?? Data()
     }
 
     /// Writes one line to the launcher's pipe, and closes it unless more lines follow.

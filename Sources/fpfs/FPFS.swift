@@ -7,8 +7,8 @@ struct FPFS: AsyncParsableCommand {
         commandName: "fpfs",
         abstract: "Show a remote as a directory; fetch file contents only when something reads them.",
         subcommands: [
-            MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self, PinCommand.self,
-            UnpinCommand.self, EvictCommand.self,
+            MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self, SignalCommand.self,
+            PinCommand.self, UnpinCommand.self, EvictCommand.self,
         ]
     )
 }

@@ -43,6 +43,9 @@ struct MountCommand: AsyncParsableCommand {
     @Option(help: "The most the cache may hold, as bytes or with KiB/MiB/GiB (default: a tenth of its disk).")
     var cacheSize: String?
 
+    @Option(help: "Seconds between asking the remote for its changes (0: only at mount and on 'fpfs signal'; ≤ 86400).")
+    var pollInterval = 30
+
     @Flag(help: "Refuse every change with EROFS.")
     var readOnly = false
 
@@ -69,6 +72,9 @@ struct MountCommand: AsyncParsableCommand {
             guard (1...128).contains(uploadDepth) else {
                 throw CommandFailure("--upload-depth must be a whole number from 1 to 128")
             }
+            guard (0...86400).contains(pollInterval) else {
+                throw CommandFailure("--poll-interval must be a whole number of seconds from 0 (off) to 86400")
+            }
             let blockSize = try Self.parseBlockSize(self.blockSize)
             let cacheSize = try self.cacheSize.map(Self.parseCacheSize)
             let remote = try Remote(parsing: self.remote, user: user)
@@ -91,7 +97,7 @@ struct MountCommand: AsyncParsableCommand {
                 let daemon = Daemon(
                     remote: remote, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                     remoteTimeout: .seconds(remoteTimeout), blockSize: blockSize, pipelineDepth: pipelineDepth,
-                    uploadDepth: uploadDepth, cacheSize: cacheSize, isReadOnly: readOnly,
+                    uploadDepth: uploadDepth, cacheSize: cacheSize, pollInterval: pollInterval, isReadOnly: readOnly,
                     nonMaterializing: nonMaterializingNames,
                     faultSpec: injectFaults, readyFD: readyFd)
                 try await daemon.run()
@@ -100,6 +106,7 @@ struct MountCommand: AsyncParsableCommand {
                     "mount", self.remote, mountpoint, "--foreground", "--cache-dir", cacheDirectory.path,
                     "--remote-timeout", String(remoteTimeout), "--block-size", self.blockSize,
                     "--pipeline-depth", String(pipelineDepth), "--upload-depth", String(uploadDepth),
+                    "--poll-interval", String(pollInterval),
                     "--ready-fd", "3",
                 ]
                 if readOnly { arguments.append("--read-only") }

@@ -32,6 +32,14 @@ struct StatusReport: Codable {
     var blocked: [String: Int]
     /// Local changes not yet on the remote.
     var uploads: UploadQueue
+    /// Local changes sent since mount.
+    var sent: StatisticsSnapshot.Uploads
+    /// Rounds of remote changes since mount.
+    var replication: StatisticsSnapshot.Replication
+    /// The latest problems, oldest first.
+    var errors: [StatisticsSnapshot.Problem]
+    /// When the report was made (seconds since 1970), for rates between two reports.
+    var time: Double
 
     init(context: Context, statistics: StatisticsSnapshot, uploads: UploadQueue) {
         self.pid = getpid()
@@ -47,6 +55,10 @@ struct StatusReport: Codable {
         self.downloads = statistics.downloads
         self.blocked = statistics.blocked
         self.uploads = uploads
+        self.sent = statistics.uploads
+        self.replication = statistics.replication
+        self.errors = statistics.errors
+        self.time = Date().timeIntervalSince1970
     }
 
     func json() -> Data {
@@ -55,23 +67,35 @@ struct StatusReport: Codable {
         return (try? encoder.encode(self)) ?? Data("{}".utf8)
     }
 
-    /// The report for a person, with a progress bar per download in flight.
-    var text: String {
+    /// The report for a person, with a progress bar per download in flight; with `previous` (an
+    /// earlier report of the same mount, as `--watch` has), also the rates since then.
+    func text(since previous: StatusReport? = nil) -> String {
+        let rates = previous.map { previous -> (down: String, up: String) in
+            let seconds = max(time - previous.time, 0.001)
+            func rate(_ now: UInt64, _ then: UInt64) -> String {
+                Self.bytes(UInt64(Double(now >= then ? now - then : 0) / seconds)) + "/s"
+            }
+            return (rate(fetches.bytes, previous.fetches.bytes), rate(sent.bytes, previous.sent.bytes))
+        }
         var lines = [
             "fpfs mount \(mountpoint)\(offline ? "  (OFFLINE: serving what is local)" : "")",
             "  remote:     \(remote)",
             "  cache:      \(cacheDirectory) (blocks of \(Self.bytes(blockSize)))",
             "  daemon:     pid \(pid)",
             "  fetches:    \(fetches.inFlight) in flight of at most \(pipelineDepth) (most at once: \(fetches.maxInFlight)); "
-                + "\(fetches.started) started, \(fetches.failed) failed, \(Self.bytes(fetches.bytes)) received",
+                + "\(fetches.started) started, \(fetches.failed) failed, \(Self.bytes(fetches.bytes)) received"
+                + (rates.map { ", now \($0.down)" } ?? ""),
             "  reads:      \(reads.fromCache) from local bytes (\(reads.blocksFromCache) blocks), "
                 + "\(reads.waited) waited for the remote",
             "  listings:   \(listings.directories) directories, \(listings.pages) pages",
+            "  changes:    \(replication.rounds) rounds asked the remote, \(replication.changes) changes applied"
+                + (replication.lastError.map { "; last round failed: \($0)" } ?? ""),
             "  uploads:    \(uploads.pending) changes waiting for the remote (\(Self.bytes(uploads.bytes)))"
-                + (uploads.failing > 0 ? ", \(uploads.failing) failed at least once" : ""),
+                + (uploads.failing > 0 ? ", \(uploads.failing) failed at least once" : "")
+                + "; \(sent.sent) sent (\(Self.bytes(sent.bytes)))" + (rates.map { ", now \($0.up)" } ?? ""),
         ]
         for entry in uploads.first {
-            var line = "    \(entry.action) \(entry.name)"
+            var line = "    \(entry.isSending ? "sending" : "waiting") \(entry.action) \(entry.name)"
             if entry.bytes > 0 { line += " (\(Self.bytes(entry.bytes)))" }
             if entry.attempts > 0 { line += ": \(entry.attempts) attempts, last: \(entry.lastError ?? "?")" }
             lines.append(line)
@@ -85,10 +109,22 @@ struct StatusReport: Codable {
             let refusals = blocked.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
             lines.append("  blocked:    " + refusals.joined(separator: ", ") + " (reads refused)")
         }
+        lines.append("  errors:     " + (errors.isEmpty ? "none" : "\(errors.count) recent"))
+        for problem in errors.suffix(5) {
+            lines.append("    \(Self.age(of: problem.time, now: time)) ago: \(problem.message)")
+        }
         for download in downloads {
             lines.append("  " + Self.progressBar(download))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// How long ago `time` was, in the largest whole unit.
+    private static func age(of time: Double, now: Double) -> String {
+        let seconds = Int(max(now - time, 0))
+        if seconds < 120 { return "\(seconds) s" }
+        if seconds < 7200 { return "\(seconds / 60) min" }
+        return "\(seconds / 3600) h"
     }
 
     private static func progressBar(_ download: StatisticsSnapshot.Download) -> String {

@@ -45,7 +45,7 @@ extension MountTests {
 
         @Test(
             "cp -a, tar -x, rsync -a, git and sqlite3 work, and the remote ends with the same tree",
-            arguments: WritableRemote.Kind.allCases)
+            arguments: WritableRemote.Kind.writeTested)
         func toolsReachTheRemote(_ kind: WritableRemote.Kind) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
@@ -110,7 +110,7 @@ extension MountTests {
 
         @Test(
             "changes made while the remote is away return at once and reach it when it is back",
-            arguments: WritableRemote.Kind.allCases)
+            arguments: WritableRemote.Kind.writeTested)
         func offlineChanges(_ kind: WritableRemote.Kind) async throws {
             let names = ["edit.txt", "rename.txt", "delete.txt", "keep.txt"]
             let files = Dictionary(uniqueKeysWithValues: names.map { ($0, "\($0) as the server had it\n") })
@@ -160,7 +160,7 @@ extension MountTests {
 
         @Test(
             "a write fsynced while the remote is away survives kill -9 of the daemon",
-            arguments: WritableRemote.Kind.allCases)
+            arguments: WritableRemote.Kind.writeTested)
         func fsyncedWriteSurvivesKill(_ kind: WritableRemote.Kind) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
@@ -192,7 +192,7 @@ extension MountTests {
 
         @Test(
             "a file changed on the remote and through the mount ends as two files",
-            arguments: WritableRemote.Kind.allCases)
+            arguments: WritableRemote.Kind.writeTested)
         func conflictKeepsBoth(_ kind: WritableRemote.Kind) async throws {
             try await Self.withMount(kind, files: ["notes.txt": "the original\n"]) { remote, mount in
                 try await Command(["cat", mount.path("notes.txt")]).check()
@@ -217,7 +217,7 @@ extension MountTests {
 
         @Test(
             "fio verifies sequential and random writes, and stress-ng's file stressors pass",
-            arguments: WritableRemote.Kind.allCases)
+            arguments: WritableRemote.Kind.writeTested)
         func fioAndStressNg(_ kind: WritableRemote.Kind) async throws {
             try await Self.withMount(kind) { remote, mount in
                 try await Command.bash(

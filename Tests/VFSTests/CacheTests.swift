@@ -99,4 +99,23 @@ struct CacheTests {
         try await vfs.fileSystem.unpin(clean.rawValue)
         #expect(try await vfs.fileSystem.evict(clean.rawValue).evicted == 1)
     }
+
+    @Test func aFileThatAppearsOnTheRemoteInAPinnedFolderIsDownloaded() async throws {
+        let remote = InMemoryProvider()
+        _ = try remote.addDirectory(path: "keep")
+        _ = try remote.addFile(path: "keep/first.txt", text: "first\n")
+        let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
+        let keep = try await vfs.resolve("keep").inode
+        try await vfs.fileSystem.pin(keep.rawValue)
+        try await eventually("the pinned folder's download") {
+            try await vfs.fileSystem.pinProgress(keep.rawValue).localFiles == 1
+        }
+        _ = try remote.addFile(path: "keep/later.txt", text: "later\n")
+        _ = try await vfs.fileSystem.replicateChangesNow()
+        try await eventually("the download of the file that appeared later") {
+            let progress = try await vfs.fileSystem.pinProgress(keep.rawValue)
+            return progress.files == 2 && progress.localFiles == 2
+        }
+        #expect(try await vfs.xattr(try await vfs.resolve("keep/later.txt").inode, "user.fpfs.pinned") == "1")
+    }
 }

@@ -17,7 +17,8 @@ struct VFSHarness {
 
     static func make(
         provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5),
-        pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false, cacheSize: UInt64? = nil
+        pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false,
+        replicatesChanges: Bool = false, cacheSize: UInt64? = nil
     ) async throws -> VFSHarness {
         let directory =
             directory
@@ -32,6 +33,8 @@ struct VFSHarness {
         configuration.nonMaterializingProcesses = nonMaterializing
         configuration.isReadOnly = readOnly
         configuration.cacheSize = cacheSize
+        configuration.replicatesChanges = replicatesChanges
+        configuration.pollInterval = nil
         let fileSystem = try await FileSystem.start(
             provider: provider, store: store, cache: cache, configuration: configuration,
             logger: Logger(label: "vfs-test"))

@@ -2,7 +2,7 @@ import Foundation
 import TestServers
 
 /// The remote of a write test: the scratch directory's `remote/` folder, mounted as a folder or
-/// served by Apache mod_dav. Either can go away and come back where the mount expects it: the
+/// served by Apache mod_dav, `rclone serve webdav` or the Nextcloud-like test server. Either can go away and come back where the mount expects it: the
 /// server is stopped and started again on the same port; the folder is moved aside and back, as
 /// a disk that is unplugged and plugged in again.
 final class WritableRemote: @unchecked Sendable {
@@ -10,6 +10,10 @@ final class WritableRemote: @unchecked Sendable {
         case folder
         case apache
         case rclone
+        case nextcloud
+
+        /// The kinds the write tests run on.
+        static let writeTested: [Kind] = [.folder, .apache, .rclone]
 
         var description: String { rawValue }
     }
@@ -35,7 +39,7 @@ final class WritableRemote: @unchecked Sendable {
         switch kind {
         case .folder:
             return WritableRemote(kind: kind, scratch: scratch, server: nil)
-        case .apache, .rclone:
+        case .apache, .rclone, .nextcloud:
             try scratch.openRemoteToServers()
             let server = try await WebDAVTestServer.start(
                 Self.serverKind(kind), serving: URL(fileURLWithPath: scratch.remote))
@@ -43,7 +47,18 @@ final class WritableRemote: @unchecked Sendable {
         }
     }
 
-    private static func serverKind(_ kind: Kind) -> WebDAVTestServer.Kind { kind == .rclone ? .rclone : .apache }
+    private static func serverKind(_ kind: Kind) -> WebDAVTestServer.Kind {
+        switch kind {
+        case .rclone: .rclone
+        case .nextcloud: .nextcloud
+        case .folder, .apache: .apache
+        }
+    }
+
+    /// The server's access log (empty for a folder).
+    func accessLog() async throws -> [AccessLogEntry] {
+        try await lock.withLock { server }?.accessLog() ?? []
+    }
 
     /// Where the remote keeps its files.
     var folder: String { scratch.remote }
@@ -55,7 +70,7 @@ final class WritableRemote: @unchecked Sendable {
         switch kind {
         case .folder:
             try FileManager.default.moveItem(atPath: folder, toPath: awayPath)
-        case .apache, .rclone:
+        case .apache, .rclone, .nextcloud:
             let running = lock.withLock {
                 defer { server = nil }
                 return server

@@ -1,0 +1,253 @@
+// Changes the remote reports (DESIGN §5): the working set's updates and deletions, applied to the
+// part of the tree the store knows. Local changes win over the remote's here: an item with a
+// pending change is left as it is, and the uploader meets the remote's version when it sends
+// (the conflict path of the writes). What changed is returned so that the engine can correct the
+// kernel's caches and drop stale contents.
+
+import FileProviderKit
+import Foundation
+import GRDB
+
+/// One item whose record a remote change replaced (same inode).
+public struct RemoteUpdate: Sendable {
+    public var before: ItemRecord
+    public var after: ItemRecord
+}
+
+/// What applying a batch of the remote's changes did.
+public struct RemoteChangeOutcome: Sendable {
+    /// Items the store knew whose record changed.
+    public var updated: [RemoteUpdate] = []
+    /// Items new to the store (in a folder it had listed).
+    public var added: [ItemRecord] = []
+    /// Items gone from the store, folders after their contents.
+    public var removed: [ItemRecord] = []
+    /// Inodes whose content left the local folder: the remote's newer version replaced it.
+    public var releasedLocalContent: [UInt64] = []
+    /// Changes not applied because the item has local changes the remote has not seen.
+    public var keptLocal = 0
+    /// Folders to list again: a remote item waits there for a local one to leave its name.
+    public var foldersToList: [ItemIdentifier] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { updated.isEmpty && added.isEmpty && removed.isEmpty }
+}
+
+extension MetadataStore {
+    /// Applies one batch of the remote's changes in one transaction.
+    ///
+    /// - Updates of known items replace their records (renames and moves included); an item that
+    ///   moved into a folder the store never listed leaves the store. New items are added where
+    ///   their folder was listed; elsewhere they are learned when the folder is.
+    /// - A name taken by another item that has no local change means that item is gone or moved
+    ///   (its own update, if any, follows): it leaves the store.
+    /// - Items with pending changes, or deleted here and not yet on the remote, are left alone. A
+    ///   deletion of a folder holding local work keeps that work and the folders above it, journalled
+    ///   as creations, so that nothing written here is lost.
+    /// - `releaseLocalContent(inode)` is asked before a file whose content lives in the local
+    ///   folder takes a new remote version; false (a writer has it open) leaves the item alone.
+    public func applyRemoteChanges(
+        updated: [Item], deleted: [ItemIdentifier], releaseLocalContent: @escaping @Sendable (UInt64) -> Bool
+    ) async throws -> RemoteChangeOutcome {
+        try await writer.write { db in
+            var outcome = RemoteChangeOutcome()
+            for identifier in deleted {
+                guard let record = try Self.record(identifier, in: db), record.inode != 1 else { continue }
+                try Self.removeRemotely(record, outcome: &outcome, in: db)
+            }
+            for item in updated where item.identifier != .rootContainer {
+                try Self.applyRemote(item, outcome: &outcome, releaseLocalContent: releaseLocalContent, in: db)
+            }
+            return outcome
+        }
+    }
+
+    /// Stores one page of a folder's listing. Items with local changes keep their records, items
+    /// deleted here stay deleted, and a name a local item holds stays the local item's.
+    public func storeListed(_ items: [Item]) async throws {
+        guard !items.isEmpty else { return }
+        try await writer.write { db in
+            for item in items {
+                if let existing = try Self.record(item.identifier, in: db),
+                    try Self.pending(existing.inode, in: db) != nil
+                {
+                    continue
+                }
+                let deletedHere = try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM pendingDeletion WHERE identifier = ?", arguments: [item.identifier.rawValue]
+                )
+                let takenHere = try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT 1 FROM item JOIN pendingChange ON pendingChange.inode = item.inode
+                        WHERE parentIdentifier = ? AND filename = ? AND identifier != ?
+                        """,
+                    arguments: [item.parentIdentifier.rawValue, Data(item.filename.bytes), item.identifier.rawValue])
+                guard deletedHere == nil, takenHere == nil else { continue }
+                _ = try Self.upsert(item, in: db)
+            }
+        }
+    }
+
+    /// The identifiers of every item the store holds that the remote gave (not the root, not items
+    /// made here and not yet sent): what a full re-enumeration compares with the remote's list.
+    public func remoteIdentifiers() async throws -> Set<ItemIdentifier> {
+        try await writer.read { db in
+            let rows = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT identifier FROM item WHERE inode != 1
+                    AND inode NOT IN (SELECT inode FROM pendingChange WHERE isCreation = 1)
+                    """)
+            return Set(rows.map { ItemIdentifier($0) })
+        }
+    }
+
+    /// Marks folders as not listed, so that their next use lists them again.
+    public func forgetListings(of directories: [ItemIdentifier]) async throws {
+        guard !directories.isEmpty else { return }
+        try await writer.write { db in
+            for directory in directories {
+                try db.execute(
+                    sql: "UPDATE directory SET isComplete = 0 WHERE identifier = ?", arguments: [directory.rawValue])
+            }
+        }
+    }
+
+    /// The folders whose listing the store holds complete (the root among them once listed).
+    public func listedDirectories() async throws -> Set<ItemIdentifier> {
+        try await writer.read { db in
+            let rows = try String.fetchAll(db, sql: "SELECT identifier FROM directory WHERE isComplete = 1")
+            return Set(rows.map { ItemIdentifier($0) })
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func record(_ identifier: ItemIdentifier, in db: Database) throws -> ItemRecord? {
+        try ItemRecord.fetchOne(db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [identifier.rawValue])
+    }
+
+    private static func pending(_ inode: UInt64, in db: Database) throws -> PendingChange? {
+        try PendingChange.fetchOne(db, sql: "SELECT * FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+    }
+
+    private static func hasLocalContent(_ inode: UInt64, in db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM localContent WHERE inode = ?", arguments: [Int64(inode)]) ?? false
+    }
+
+    /// Local work a remote deletion must not take away: an item never sent, or a file whose
+    /// content was written here. (A pending chmod or rename of a deleted item is simply lost.)
+    private static func holdsLocalWork(_ record: ItemRecord, in db: Database) throws -> Bool {
+        guard let change = try pending(record.inode, in: db) else { return false }
+        if change.isCreation || change.fields.union(change.sending).contains(.contents) { return true }
+        return record.item.kind == .file ? try hasLocalContent(record.inode, in: db) : false
+    }
+
+    private static func isListed(_ directory: ItemIdentifier, in db: Database) throws -> Bool {
+        if directory == .rootContainer { return true }
+        return try Bool.fetchOne(
+            db, sql: "SELECT isComplete FROM directory WHERE identifier = ?", arguments: [directory.rawValue]) ?? false
+    }
+
+    private static func applyRemote(
+        _ remote: Item, outcome: inout RemoteChangeOutcome, releaseLocalContent: (UInt64) -> Bool, in db: Database
+    ) throws {
+        let deletedHere = try Bool.fetchOne(
+            db, sql: "SELECT 1 FROM pendingDeletion WHERE identifier = ?", arguments: [remote.identifier.rawValue])
+        if deletedHere ?? false {
+            outcome.keptLocal += 1
+            return
+        }
+        let existing = try record(remote.identifier, in: db)
+        if let existing, try pending(existing.inode, in: db) != nil {
+            outcome.keptLocal += 1
+            return
+        }
+        // Knowing an item means knowing its folder's listing; elsewhere it is learned on listing.
+        guard try isListed(remote.parentIdentifier, in: db),
+            try record(remote.parentIdentifier, in: db) != nil || remote.parentIdentifier == .rootContainer
+        else {
+            if let existing { try removeRemotely(existing, outcome: &outcome, in: db) }
+            return
+        }
+        if let existing, existing.item == remote { return }
+        if let existing, existing.item.kind != remote.kind {
+            try removeRemotely(existing, outcome: &outcome, in: db)
+            return try applyRemote(remote, outcome: &outcome, releaseLocalContent: releaseLocalContent, in: db)
+        }
+        if let occupant = try ItemRecord.fetchOne(
+            db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ? AND identifier != ?",
+            arguments: [remote.parentIdentifier.rawValue, Data(remote.filename.bytes), remote.identifier.rawValue])
+        {
+            // The local item with that name goes up under a conflict name (the uploader's
+            // collision path); until then the remote's waits for the next listing.
+            if try pending(occupant.inode, in: db) != nil {
+                outcome.keptLocal += 1
+                outcome.foldersToList.append(remote.parentIdentifier)
+                return
+            }
+            try removeRemotely(occupant, outcome: &outcome, in: db)
+        }
+        guard let existing else {
+            outcome.added.append(try upsert(remote, in: db))
+            return
+        }
+        if existing.item.version.content != remote.version.content, try hasLocalContent(existing.inode, in: db) {
+            guard releaseLocalContent(existing.inode) else {
+                outcome.keptLocal += 1
+                return
+            }
+            try db.execute(sql: "DELETE FROM localContent WHERE inode = ?", arguments: [Int64(existing.inode)])
+            outcome.releasedLocalContent.append(existing.inode)
+        }
+        outcome.updated.append(RemoteUpdate(before: existing, after: try upsert(remote, in: db)))
+    }
+
+    /// Removes `record` and what lies below it, except local work (see `holdsLocalWork`), which
+    /// stays with the folders above it, all journalled as creations.
+    private static func removeRemotely(_ record: ItemRecord, outcome: inout RemoteChangeOutcome, in db: Database)
+        throws
+    {
+        // The subtree, folders before their contents.
+        var subtree: [ItemRecord] = [record]
+        var index = 0
+        while index < subtree.count {
+            let folder = subtree[index]
+            index += 1
+            guard folder.item.kind == .directory else { continue }
+            subtree += try ItemRecord.fetchAll(
+                db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ?",
+                arguments: [folder.identifier.rawValue, folder.identifier.rawValue])
+        }
+        var kept = Set<ItemIdentifier>()
+        for item in subtree.reversed() where try holdsLocalWork(item, in: db) || kept.contains(item.identifier) {
+            kept.insert(item.identifier)
+            kept.insert(item.item.parentIdentifier)
+        }
+        for item in subtree.reversed() where !kept.contains(item.identifier) {
+            for sql in [
+                "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
+                "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
+            ] {
+                try db.execute(sql: sql, arguments: [Int64(item.inode)])
+            }
+            try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [item.identifier.rawValue])
+            outcome.removed.append(item)
+        }
+        // Folders first, so each is created on the remote before what it holds.
+        for item in subtree where kept.contains(item.identifier) {
+            outcome.keptLocal += 1
+            var fields: ItemFields = [.filename, .parentIdentifier, .contentModificationDate, .permissions]
+            if item.item.kind == .file { fields.insert(.contents) }
+            if item.item.kind == .symlink { fields.insert(.symlinkTarget) }
+            try db.execute(
+                sql: """
+                    INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 1, ?)
+                    ON CONFLICT(inode) DO UPDATE SET isCreation = 1, sequence = excluded.sequence,
+                      fields = fields | sending | excluded.fields, sending = 0
+                    """, arguments: [Int64(item.inode), try nextSequence(in: db), Int64(fields.rawValue)])
+        }
+    }
+}

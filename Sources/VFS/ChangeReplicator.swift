@@ -1,0 +1,327 @@
+import BlockCache
+import FileProviderKit
+import FuseKit
+import Logging
+import MetadataStore
+import Synchronization
+
+/// Brings changes made on the remote into the mount (DESIGN §5).
+///
+/// A round asks the working-set enumerator for the changes since the anchor saved in the store
+/// (so a remount continues where the last mount stopped), applies them to the store, drops stale
+/// cached contents and tells the kernel which names, attributes and pages changed, so that long
+/// cache timeouts stay correct. Without an anchor, or when the remote says it expired, a round
+/// lists the whole working set and compares it with what the store knows.
+///
+/// Rounds run one after another: at start, every `pollInterval`, and on `replicateNow` (`fpfs
+/// signal`). Local changes win here: the store leaves items with pending changes alone, and the
+/// uploader meets the remote's version when it sends them (the conflict path of the writes).
+final class ChangeReplicator: Sendable {
+    private let provider: any FileProvider
+    private let store: MetadataStore
+    private let cache: BlockCache
+    private let localFiles: LocalFileFolder
+    private let nodes: NodeTable
+    private let lister: DirectoryLister
+    private let kernel: KernelCache
+    private let configuration: VFSConfiguration
+    private let statistics: Statistics
+    private let logger: Logger
+    /// Called when remote deletions turned local work into creations the uploader must send.
+    private let wakeUploader: @Sendable () -> Void
+    /// Called after a round applied changes (pins download what appeared in pinned folders).
+    private let changesApplied: @Sendable () -> Void
+
+    /// The store's setting that holds the working set's anchor, in hex.
+    static let anchorSetting = "workingSetAnchor"
+
+    private struct State {
+        /// The newest round asked for; the next one waits for it.
+        var last: Task<Int, any Error>?
+        var loop: Task<Void, Never>?
+        var first: Task<Int, any Error>?
+        /// The remote cannot report changes: no more rounds.
+        var unsupported = false
+    }
+    private let state = Mutex(State())
+
+    init(
+        provider: any FileProvider, store: MetadataStore, cache: BlockCache, localFiles: LocalFileFolder,
+        nodes: NodeTable, lister: DirectoryLister, kernel: KernelCache, configuration: VFSConfiguration,
+        statistics: Statistics,
+        logger: Logger, wakeUploader: @escaping @Sendable () -> Void,
+        changesApplied: @escaping @Sendable () -> Void = {}
+    ) {
+        self.provider = provider
+        self.store = store
+        self.cache = cache
+        self.localFiles = localFiles
+        self.nodes = nodes
+        self.lister = lister
+        self.kernel = kernel
+        self.configuration = configuration
+        self.statistics = statistics
+        self.logger = logger
+        self.wakeUploader = wakeUploader
+        self.changesApplied = changesApplied
+    }
+
+    /// Runs a round now, then one every `pollInterval` (none when it is nil).
+    func start() {
+        let first = schedule()
+        let loop = Task {
+            _ = await first.result
+            while let interval = self.configuration.pollInterval, !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                if Task.isCancelled { return }
+                _ = try? await self.schedule().value
+            }
+        }
+        state.withLock {
+            $0.loop = loop
+            $0.first = first
+        }
+    }
+
+    /// Returns once the round begun by `start` ended, or after `limit`.
+    func awaitFirstRound(upTo limit: Duration) async {
+        guard let first = state.withLock({ $0.first }) else { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { _ = await first.result }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Stops polling and waits for a round under way to end.
+    func stop() async {
+        let (loop, last) = state.withLock { ($0.loop, $0.last) }
+        loop?.cancel()
+        last?.cancel()
+        await loop?.value
+        _ = await last?.result
+    }
+
+    /// Runs a round that begins after this call (`fpfs signal`) and returns how many changes it
+    /// applied.
+    func replicateNow() async throws -> Int {
+        try await schedule().value
+    }
+
+    private func schedule() -> Task<Int, any Error> {
+        state.withLock { state in
+            let previous = state.last
+            let round = Task {
+                _ = await previous?.result
+                return try await self.round()
+            }
+            state.last = round
+            return round
+        }
+    }
+
+    // MARK: Rounds
+
+    /// Enumerations may walk a whole tree, which takes longer than one request may: they get
+    /// twenty times the remote bound.
+    private var enumerationLimit: Duration { configuration.remoteTimeout * 20 }
+
+    private func round() async throws -> Int {
+        if state.withLock({ $0.unsupported }) { throw ProviderError.featureUnsupported }
+        do {
+            let applied = try await changesSinceAnchor()
+            statistics.update {
+                $0.replication.rounds += 1
+                $0.replication.changes += applied
+                $0.replication.lastError = nil
+            }
+            if applied > 0 {
+                logger.info("applied \(applied) changes from the remote")
+                changesApplied()
+            }
+            return applied
+        } catch ProviderError.featureUnsupported {
+            state.withLock { $0.unsupported = true }
+            logger.notice("the remote cannot report its changes; the mount shows them after a remount")
+            throw ProviderError.featureUnsupported
+        } catch {
+            if !Task.isCancelled {
+                statistics.update { $0.replication.lastError = "\(error)" }
+                statistics.noteProblem("asking the remote for its changes failed: \(error)")
+                logger.warning("could not ask the remote for its changes: \(error)")
+            }
+            throw error
+        }
+    }
+
+    private func changesSinceAnchor() async throws -> Int {
+        let provider = self.provider
+        let enumerator = try await Deadline.run(limit: configuration.remoteTimeout) {
+            try await provider.enumerator(for: .workingSet)
+        }
+        guard var anchor = try await savedAnchor() else { return try await compareEverything(enumerator) }
+        var applied = 0
+        let pageSize = configuration.suggestedPageSize
+        while true {
+            let from = anchor
+            let batch: ChangeBatch
+            do {
+                batch = try await Deadline.run(limit: enumerationLimit) {
+                    try await enumerator.enumerateChanges(from: from, suggestedPageSize: pageSize)
+                }
+            } catch ProviderError.syncAnchorExpired {
+                logger.notice("the remote no longer knows the saved anchor; comparing everything")
+                return applied + (try await compareEverything(enumerator))
+            }
+            applied += try await apply(updated: batch.updated, deleted: batch.deleted)
+            anchor = batch.nextAnchor
+            try await save(anchor)
+            if !batch.moreComing { return applied }
+        }
+    }
+
+    /// Lists the whole working set and applies the difference to what the store knows. The anchor
+    /// is taken first, so a change made while the listing runs is reported again next round rather
+    /// than missed.
+    ///
+    /// A store that knows nothing yet (a first mount) has nothing to compare: the anchor is enough,
+    /// and the folders listed while it was taken are listed again on their next use, so that a
+    /// change made between their listing and the anchor is not missed.
+    private func compareEverything(_ enumerator: any ItemEnumerator) async throws -> Int {
+        let listedBefore = try await store.listedDirectories()
+        let knownBefore = try await store.remoteIdentifiers()
+        let knewNothing = listedBefore.isEmpty && knownBefore.isEmpty
+        guard
+            let anchor = try await Deadline.run(limit: enumerationLimit, { try await enumerator.currentSyncAnchor() })
+        else { throw ProviderError.featureUnsupported }
+        if knewNothing {
+            try await save(anchor)
+            try await lister.forgetListings(of: Array(try await store.listedDirectories()))
+            return 0
+        }
+        statistics.update { $0.replication.fullComparisons += 1 }
+        var remote: [Item] = []
+        var page = EnumerationPage.initial
+        var restarts = 0
+        let pageSize = configuration.suggestedPageSize
+        while true {
+            let current = page
+            let result: ItemPage
+            do {
+                result = try await Deadline.run(limit: enumerationLimit) {
+                    try await enumerator.enumerateItems(startingAt: current, suggestedPageSize: pageSize)
+                }
+            } catch ProviderError.pageExpired where restarts < 3 {
+                restarts += 1
+                (remote, page) = ([], .initial)
+                continue
+            }
+            remote += result.items
+            guard let next = result.nextPage else { break }
+            page = next
+        }
+        // Only what the store knows matters: items it holds, and children of folders it listed.
+        let known = try await store.remoteIdentifiers()
+        let listed = try await store.listedDirectories().union([.rootContainer])
+        let relevant = remote.filter { known.contains($0.identifier) || listed.contains($0.parentIdentifier) }
+        let gone = known.subtracting(remote.map(\.identifier)).subtracting([.rootContainer])
+        var applied = try await apply(updated: [], deleted: Array(gone))
+        for start in stride(from: 0, to: relevant.count, by: 1000) {
+            applied += try await apply(updated: Array(relevant[start..<min(start + 1000, relevant.count)]), deleted: [])
+        }
+        try await save(anchor)
+        return applied
+    }
+
+    private func savedAnchor() async throws -> SyncAnchor? {
+        guard let text = try await store.setting(Self.anchorSetting), let bytes = Self.bytes(hex: text) else {
+            return nil
+        }
+        return try? SyncAnchor(bytes)
+    }
+
+    private func save(_ anchor: SyncAnchor) async throws {
+        try await store.setSetting(Self.anchorSetting, to: anchor.bytes.map { String(format: "%02x", $0) }.joined())
+    }
+
+    private static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count.isMultiple(of: 2) else { return nil }
+        return stride(from: 0, to: digits.count, by: 2).compactMap {
+            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)
+        }
+    }
+
+    // MARK: Applying
+
+    /// Applies one batch to the store, then to the caches and the kernel; returns how many items
+    /// changed in the mount.
+    private func apply(updated: [Item], deleted: [ItemIdentifier]) async throws -> Int {
+        guard !updated.isEmpty || !deleted.isEmpty else { return 0 }
+        let released = Mutex<[UInt64]>([])
+        let localFiles = self.localFiles
+        let outcome: RemoteChangeOutcome
+        do {
+            outcome = try await store.applyRemoteChanges(updated: updated, deleted: deleted) { inode in
+                guard localFiles.release(inode) else { return false }
+                released.withLock { $0.append(inode) }
+                return true
+            }
+        } catch {
+            localFiles.restore(released.withLock { $0 })
+            throw error
+        }
+        for inode in outcome.releasedLocalContent { await localFiles.remove(inode) }
+        for record in outcome.removed where record.item.kind == .file {
+            await cache.discard(record.identifier)
+            if localFiles.hasContent(record.inode) { await localFiles.remove(record.inode) }
+        }
+        for update in outcome.updated where update.before.item.version.content != update.after.item.version.content {
+            await cache.discard(update.after.identifier, keeping: update.after.item.version.content)
+        }
+        if outcome.keptLocal > 0 { wakeUploader() }
+        try await lister.forgetListings(of: outcome.foldersToList)
+        await tellKernel(outcome)
+        return outcome.updated.count + outcome.added.count + outcome.removed.count
+    }
+
+    /// Invalidates what the kernel may cache of the changed items: names in the folders it holds,
+    /// and attributes and pages of the inodes it holds. An open handle keeps reading the version it
+    /// opened (its record and cached content), whatever the kernel drops.
+    private func tellKernel(_ outcome: RemoteChangeOutcome) async {
+        var inodes: [ItemIdentifier: UInt64] = [.rootContainer: InodeNumber.root.rawValue]
+        for record in outcome.removed + outcome.added + outcome.updated.map(\.after) {
+            inodes[record.identifier] = record.inode
+        }
+        func heldFolder(_ identifier: ItemIdentifier) async -> InodeNumber? {
+            var inode = inodes[identifier]
+            if inode == nil { inode = try? await store.record(identifier: identifier)?.inode }
+            guard let inode, nodes.record(InodeNumber(inode)) != nil else { return nil }
+            return InodeNumber(inode)
+        }
+        for update in outcome.updated {
+            let (before, after) = (update.before.item, update.after.item)
+            let held = nodes.refresh(update.after, replacing: update.before)
+            if before.parentIdentifier != after.parentIdentifier || before.filename != after.filename {
+                if let parent = await heldFolder(before.parentIdentifier) {
+                    await kernel.invalidateEntry(parent: parent, name: before.filename.bytes)
+                }
+                if let parent = await heldFolder(after.parentIdentifier) {
+                    await kernel.invalidateEntry(parent: parent, name: after.filename.bytes)
+                }
+            }
+            if held { await kernel.invalidateContent(of: InodeNumber(update.after.inode)) }
+        }
+        for record in outcome.added {
+            if let parent = await heldFolder(record.item.parentIdentifier) {
+                await kernel.invalidateEntry(parent: parent, name: record.item.filename.bytes)
+            }
+        }
+        for record in outcome.removed {
+            guard let parent = await heldFolder(record.item.parentIdentifier) else { continue }
+            await kernel.notifyDelete(
+                parent: parent, child: InodeNumber(record.inode), name: record.item.filename.bytes)
+        }
+    }
+}

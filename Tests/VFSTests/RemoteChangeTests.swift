@@ -1,0 +1,94 @@
+import FileProviderKit
+import Foundation
+import FuseKit
+import ProviderTesting
+import Testing
+import VFS
+
+/// The remote's changes against local work, in-process: local changes are never overwritten by
+/// the remote's, and an expired anchor is a full comparison, not an error (DESIGN §5).
+@Suite("VFS remote changes")
+struct RemoteChangeTests {
+    private func makeRemote() throws -> InMemoryProvider {
+        let remote = InMemoryProvider()
+        _ = try remote.addDirectory(path: "docs")
+        _ = try remote.addFile(path: "docs/readme.txt", text: "hello\n")
+        _ = try remote.addFile(path: "docs/other.txt", text: "other\n")
+        return remote
+    }
+
+    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    /// Opens `inode` for writing and writes `text`, leaving the handle open (so no upload starts).
+    private func beginWriting(_ vfs: VFSHarness, _ inode: InodeNumber, _ text: String) async throws
+        -> FuseKit.FileHandle
+    {
+        let opened = try await vfs.fileSystem.open(inode: inode, flags: O_WRONLY | O_TRUNC, context: vfs.context)
+        _ = try await vfs.fileSystem.write(
+            inode: inode, handle: opened.handle, offset: 0, bytes: bytes(text), context: vfs.context)
+        return opened.handle
+    }
+
+    @Test func aFileChangedHereAndThereKeepsBoth() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        #expect(try await vfs.readAll(readme) == bytes("hello\n"))
+        let handle = try await beginWriting(vfs, readme, "local edit\n")
+        _ = try remote.setContents(path: "docs/readme.txt", bytes("remote edit\n"))
+
+        _ = try await vfs.fileSystem.replicateChangesNow()
+        // The local edit stands; the remote's waits for the uploader's conflict path.
+        #expect(try await vfs.readAll(readme) == bytes("local edit\n"))
+        try await vfs.fileSystem.release(inode: readme, handle: handle, flags: 0)
+        try await vfs.waitForUploads()
+
+        let names = try await vfs.list(try await vfs.resolve("docs").inode).filter { $0.hasPrefix("readme") }
+        #expect(names.count == 2, "\(names)")
+        let copy = try #require(names.first { $0.contains("conflict") })
+        #expect(try await vfs.readAll(try await vfs.resolve("docs/\(copy)").inode) == bytes("local edit\n"))
+        #expect(try await vfs.readAll(readme) == bytes("remote edit\n"))
+        #expect(
+            remote.contents(of: try #require(remote.item(atPath: "docs/\(copy)")).identifier) == bytes("local edit\n"))
+    }
+
+    @Test func aFolderDeletedRemotelyKeepsWhatWasWrittenInIt() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
+        let docs = try await vfs.resolve("docs").inode
+        let (entry, opened) = try await vfs.fileSystem.create(
+            parent: docs, name: bytes("draft.txt"), mode: 0o644, flags: O_WRONLY, context: vfs.context)
+        _ = try await vfs.fileSystem.write(
+            inode: entry.inode, handle: opened.handle, offset: 0, bytes: bytes("draft\n"), context: vfs.context)
+        try remote.remove(path: "docs")
+
+        _ = try await vfs.fileSystem.replicateChangesNow()
+        // The clean files went with the folder; the new one and its folder stay.
+        #expect(try await vfs.list(docs) == [".", "..", "draft.txt"])
+        try await vfs.fileSystem.release(inode: entry.inode, handle: opened.handle, flags: 0)
+        try await vfs.waitForUploads()
+        let draft = try #require(remote.item(atPath: "docs/draft.txt"))
+        #expect(remote.contents(of: draft.identifier) == bytes("draft\n"))
+        #expect(remote.item(atPath: "docs/readme.txt") == nil)
+        #expect(try await vfs.resolve("docs").inode == docs)
+    }
+
+    @Test func anExpiredAnchorComparesEverything() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
+        #expect(try await vfs.list(try await vfs.resolve("docs").inode) == [".", "..", "other.txt", "readme.txt"])
+        _ = try await vfs.fileSystem.replicateChangesNow()
+        let comparisons = vfs.fileSystem.statisticsSnapshot.replication.fullComparisons
+
+        _ = try remote.move(path: "docs/other.txt", to: "docs/renamed.txt")
+        _ = try remote.addFile(path: "docs/new.txt", text: "new\n")
+        remote.trimChangeLog()
+        #expect(try await vfs.fileSystem.replicateChangesNow() >= 2)
+
+        #expect(vfs.fileSystem.statisticsSnapshot.replication.fullComparisons == comparisons + 1)
+        #expect(
+            try await vfs.list(try await vfs.resolve("docs").inode) == [
+                ".", "..", "new.txt", "readme.txt", "renamed.txt",
+            ])
+    }
+}
