@@ -52,20 +52,29 @@ extension BlockCache {
     }
 
     /// Frees the cached content of `identifier`: forgets its record and deletes its file. Returns
-    /// the bytes freed, or nil when the content is in use (then nothing changes).
+    /// the bytes freed (0 when nothing is cached), or nil when the content is in use (then nothing
+    /// changes).
     public func evict(_ identifier: ItemIdentifier) async throws -> UInt64? {
-        let removed = state.withLock { state -> (record: ContentRecord, bytes: UInt64)?? in
-            if Self.isInUse(identifier, in: state) { return .some(nil) }
-            guard let record = state.records[identifier] else { return nil }
+        enum Outcome {
+            case inUse
+            case nothingCached
+            case removed(ContentRecord, bytes: UInt64)
+        }
+        let outcome = state.withLock { state -> Outcome in
+            if Self.isInUse(identifier, in: state) { return .inUse }
+            guard let record = state.records[identifier] else { return .nothingCached }
             let bytes = state.bytes[identifier] ?? 0
             state.setRecord(nil, of: identifier)
             state.usedSinceSaved.remove(identifier)
-            return (record, bytes)
+            return .removed(record, bytes: bytes)
         }
-        guard let removed else { return 0 }
-        guard let removed else { return nil }
-        try await deleteFile(of: removed.record)
-        return removed.bytes
+        switch outcome {
+        case .inUse: return nil
+        case .nothingCached: return 0
+        case .removed(let record, let bytes):
+            try await deleteFile(of: record)
+            return bytes
+        }
     }
 
     /// Saves the times of last use noted since the last save (at unmount: the order of eviction
