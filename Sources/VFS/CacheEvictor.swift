@@ -48,6 +48,9 @@ final class CacheEvictor: Sendable {
         self.logger = logger
     }
 
+    /// Bytes of the clean local copies, as the last pass counted them.
+    var cleanLocalBytes: UInt64 { state.withLock { $0.cleanLocalBytes } }
+
     /// Starts a pass if the cache is over its bound (after fetched bytes were committed), or with
     /// `always` regardless (at mount: the bound may be smaller than last time, and the clean local
     /// copies are not counted yet).

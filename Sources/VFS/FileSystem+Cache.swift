@@ -23,6 +23,13 @@ public struct PinProgress: Codable, Sendable {
     public init() {}
 }
 
+/// What the cache holds: downloaded bytes plus clean local copies (as the last eviction pass
+/// counted them), and the bound (nil: none).
+public struct CacheUsage: Codable, Sendable {
+    public var bytes: UInt64
+    public var bound: UInt64?
+}
+
 /// What `fpfs evict` did: bytes freed, and the files it refused, with the reason.
 public struct EvictionOutcome: Codable, Sendable {
     public struct Refusal: Codable, Sendable {
@@ -47,9 +54,10 @@ extension FileSystem {
         try await store.unpin(inode: inode)
     }
 
-    /// What the cache holds against its bound (DECISIONS 58): block-cache bytes (clean local copies
-    /// are counted at eviction passes), and the bound; for `fpfs status`.
-    public var cacheUsage: (bytes: UInt64, bound: UInt64?) { (cache.cachedBytes, configuration.cacheSize) }
+    /// What the cache holds against its bound (DECISIONS 58), for `fpfs status`.
+    public var cacheUsage: CacheUsage {
+        CacheUsage(bytes: cache.cachedBytes + evictor.cleanLocalBytes, bound: configuration.cacheSize)
+    }
 
     /// `setfattr -n user.fpfs.pinned -v 1|0`.
     func setPinned(_ inode: InodeNumber, value: [UInt8]) async throws {

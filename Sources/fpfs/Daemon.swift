@@ -146,7 +146,8 @@ struct Daemon {
         }
         done.wait()
         return StatusReport(
-            context: context, statistics: fileSystem.statisticsSnapshot, uploads: queue.withLock { $0 }
+            context: context, statistics: fileSystem.statisticsSnapshot, uploads: queue.withLock { $0 },
+            cache: fileSystem.cacheUsage
         ).json()
     }
 

@@ -32,6 +32,8 @@ struct StatusReport: Codable {
     var blocked: [String: Int]
     /// Local changes not yet on the remote.
     var uploads: UploadQueue
+    /// What the cache holds against its bound.
+    var cache: CacheUsage
     /// Local changes sent since mount.
     var sent: StatisticsSnapshot.Uploads
     /// Rounds of remote changes since mount.
@@ -41,7 +43,7 @@ struct StatusReport: Codable {
     /// When the report was made (seconds since 1970), for rates between two reports.
     var time: Double
 
-    init(context: Context, statistics: StatisticsSnapshot, uploads: UploadQueue) {
+    init(context: Context, statistics: StatisticsSnapshot, uploads: UploadQueue, cache: CacheUsage) {
         self.pid = getpid()
         self.remote = context.remote
         self.mountpoint = context.mountpoint
@@ -55,6 +57,7 @@ struct StatusReport: Codable {
         self.downloads = statistics.downloads
         self.blocked = statistics.blocked
         self.uploads = uploads
+        self.cache = cache
         self.sent = statistics.uploads
         self.replication = statistics.replication
         self.errors = statistics.errors
@@ -88,6 +91,8 @@ struct StatusReport: Codable {
             "  reads:      \(reads.fromCache) from local bytes (\(reads.blocksFromCache) blocks), "
                 + "\(reads.waited) waited for the remote",
             "  listings:   \(listings.directories) directories, \(listings.pages) pages",
+            "  cached:     \(Self.bytes(cache.bytes))"
+                + (cache.bound.map { " of at most \(Self.bytes($0)) (--cache-size)" } ?? ""),
             "  changes:    \(replication.rounds) rounds asked the remote, \(replication.changes) changes applied"
                 + (replication.lastError.map { "; last round failed: \($0)" } ?? ""),
             "  uploads:    \(uploads.pending) changes waiting for the remote (\(Self.bytes(uploads.bytes)))"

@@ -88,6 +88,8 @@ extension MountTests {
                     if try await mount.xattr("user.fpfs.state", of: name) == "cloud" { cloudFiles += 1 }
                 }
                 #expect(localBytes <= bound, "user.fpfs.local_bytes of the files read add up to \(localBytes)")
+                let status = try await mount.status()
+                #expect(status.cache.bound == bound && status.cache.bytes <= bound, "fpfs status: \(status.cache)")
                 #expect(cloudFiles >= count - 2, "only \(cloudFiles) of \(count) files read were evicted")
                 #expect(try await mount.xattr("user.fpfs.state", of: "pinned.bin") == "local")
                 #expect(try await mount.xattr("user.fpfs.pinned", of: "pinned.bin") == "1")
