@@ -23,6 +23,9 @@ public struct DeleteItemOptions: OptionSet, Hashable, Sendable {
     /// Delete a directory with everything in it; without it a non-empty directory is refused with
     /// `directoryNotEmpty`.
     public static let recursive = DeleteItemOptions(rawValue: 1 << 0)
+    /// Move the item into the remote's trash instead of deleting it (where `ProviderFeatures`
+    /// has `.trash`; elsewhere `featureUnsupported`).
+    public static let toTrash = DeleteItemOptions(rawValue: 1 << 1)
 }
 
 /// A remote, as the engine sees it (NSFileProviderReplicatedExtension).

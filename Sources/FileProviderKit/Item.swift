@@ -72,6 +72,9 @@ public struct Item: Hashable, Sendable, Codable {
     public var symlinkTarget: [UInt8]?
     /// Provider-specific facts, shown to users as extended attributes.
     public var userInfo: [String: String]
+    /// The user's own extended attributes (`user.*`) the remote holds for the item; nil when the
+    /// remote does not say (it keeps none, or none were ever stored), and the engine keeps its own.
+    public var extendedAttributes: [String: [UInt8]]?
 
     public init(
         identifier: ItemIdentifier,
@@ -85,7 +88,8 @@ public struct Item: Hashable, Sendable, Codable {
         capabilities: ItemCapabilities = .all,
         version: ItemVersion,
         symlinkTarget: [UInt8]? = nil,
-        userInfo: [String: String] = [:]
+        userInfo: [String: String] = [:],
+        extendedAttributes: [String: [UInt8]]? = nil
     ) {
         self.identifier = identifier
         self.parentIdentifier = parentIdentifier
@@ -99,6 +103,7 @@ public struct Item: Hashable, Sendable, Codable {
         self.version = version
         self.symlinkTarget = symlinkTarget
         self.userInfo = userInfo
+        self.extendedAttributes = extendedAttributes
     }
 }
 
@@ -115,4 +120,6 @@ public struct ItemFields: OptionSet, Hashable, Sendable, Codable {
     public static let permissions = ItemFields(rawValue: 1 << 5)
     public static let userInfo = ItemFields(rawValue: 1 << 6)
     public static let symlinkTarget = ItemFields(rawValue: 1 << 7)
+    /// The user's extended attributes (`extendedAttributes`, the whole set).
+    public static let extendedAttributes = ItemFields(rawValue: 1 << 8)
 }

@@ -100,8 +100,9 @@ extension LocalProvider {
         }
     }
 
-    /// Deletes an item — a folder with everything in it only with `.recursive` — provided its
-    /// content is still `baseVersion`'s (`conflict` otherwise). The root cannot be deleted, and
+    /// Deletes an item — a folder with everything in it only with `.recursive` — or moves it to the
+    /// trash with `.toTrash` (see `FolderTrash`), provided its content is still `baseVersion`'s
+    /// (`conflict` otherwise). The root cannot be deleted, and
     /// what the file system refuses to delete is `deletionRejected`.
     public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteItemOptions)
         async throws
@@ -118,9 +119,13 @@ extension LocalProvider {
                 }
             }
             do {
-                try Self.remove(
-                    tree.absolute(located.path), isDirectory: located.status.kind == .directory,
-                    recursive: options.contains(.recursive))
+                if options.contains(.toTrash) {
+                    try FolderTrash.move(located.path, in: tree, deletedAt: Date())
+                } else {
+                    try Self.remove(
+                        tree.absolute(located.path), isDirectory: located.status.kind == .directory,
+                        recursive: options.contains(.recursive))
+                }
             } catch let failure as POSIXFailure where [EACCES, EPERM, EROFS, EBUSY].contains(failure.code) {
                 throw ProviderError.deletionRejected
             }

@@ -8,7 +8,7 @@ import Foundation
 /// derive from `statx`; change enumeration compares walks of the tree with saved snapshots (see
 /// `WalkHistory`). Every file-system call runs on a Dispatch queue (`BlockingIO`), never on a
 /// cooperative thread. `Options` can make it as slow as a real remote.
-public final class LocalProvider: FileProvider, PartialContentFetching, Sendable {
+public final class LocalProvider: FileProvider, PartialContentFetching, FeatureDescribing, Sendable {
     /// The options the provider was opened with, for status displays.
     public let options: Options
     let tree: LocalTree
@@ -58,6 +58,14 @@ public final class LocalProvider: FileProvider, PartialContentFetching, Sendable
             }
             return DirectoryEnumerator(provider: self, container: container)
         }
+    }
+
+    /// A folder holds symlinks, and has a trash (`FolderTrash`).
+    public var features: ProviderFeatures { .all }
+
+    /// Any name Linux allows, but the root's trash folder, which the mount does not show.
+    public func reasonItCannotHold(name: Filename, in parent: ItemIdentifier) -> String? {
+        parent == .rootContainer && name == FolderTrash.folderName ? "the remote folder keeps its trash there" : nil
     }
 
     /// Nothing to do: snapshots are saved as they are taken, and nothing else is held open.

@@ -137,10 +137,12 @@ final class LocalTree: Sendable {
     }
 
     /// The names in a folder that may be shown, sorted by their bytes so that pages are stable.
+    /// The root's trash folder is not shown (`FolderTrash`).
     func children(of path: RelativePath) throws -> [Filename] {
         let shown: Set<UInt8> = [UInt8(DT_REG), UInt8(DT_DIR), UInt8(DT_LNK), UInt8(DT_UNKNOWN)]
-        return try POSIX.entries(of: absolute(path)).filter { shown.contains($0.type) }.map(\.name)
-            .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        let hidden = path.isRoot ? FolderTrash.folderName : nil
+        return try POSIX.entries(of: absolute(path)).filter { shown.contains($0.type) && $0.name != hidden }
+            .map(\.name).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
     }
 
     /// The child `name` of the folder at `folder`, or nil when it vanished or is not shown.

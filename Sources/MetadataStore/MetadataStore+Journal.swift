@@ -59,8 +59,9 @@ extension MetadataStore {
     }
 
     /// Removes an item from the store. Unless it never reached the remote, its deletion is
-    /// journalled, based on the version the store knew.
-    public func deleteLocally(inode: UInt64) async throws {
+    /// journalled, based on the version the store knew; with `toTrash`, as a move to the remote's
+    /// trash.
+    public func deleteLocally(inode: UInt64, toTrash: Bool = false) async throws {
         try await writer.write { db in
             guard
                 let record = try ItemRecord.fetchOne(
@@ -75,11 +76,12 @@ extension MetadataStore {
                 try db.execute(
                     sql: """
                         INSERT OR REPLACE INTO pendingDeletion
-                          (identifier, sequence, kind, contentVersion, metadataVersion) VALUES (?, ?, ?, ?, ?)
+                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash)
+                          VALUES (?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
-                        Data(item.version.content), Data(item.version.metadata),
+                        Data(item.version.content), Data(item.version.metadata), toTrash,
                     ])
             }
             for sql in [
@@ -336,7 +338,8 @@ extension MetadataStore {
     /// remote's, so an operation that read a record just before the replacement still works.
     static func resolve(_ identifier: ItemIdentifier, in db: Database) throws -> String {
         try String.fetchOne(
-            db, sql: "SELECT remote FROM identifierAlias WHERE local = ?", arguments: [identifier.rawValue])
+            db.cachedStatement(sql: "SELECT remote FROM identifierAlias WHERE local = ?"),
+            arguments: [identifier.rawValue])
             ?? identifier.rawValue
     }
 
@@ -355,7 +358,7 @@ extension MetadataStore {
         try db.execute(sql: "UPDATE item SET \(assignments) WHERE inode = ?", arguments: arguments)
     }
 
-    private static func journal(_ fields: ItemFields, inode: UInt64, in db: Database) throws {
+    static func journal(_ fields: ItemFields, inode: UInt64, in db: Database) throws {
         try db.execute(
             sql: """
                 INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 0, ?)

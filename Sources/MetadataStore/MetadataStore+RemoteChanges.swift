@@ -64,27 +64,27 @@ extension MetadataStore {
     }
 
     /// Stores one page of a folder's listing. Items with local changes keep their records, items
-    /// deleted here stay deleted, and a name a local item holds stays the local item's.
+    /// deleted here stay deleted, and a name a local item holds stays the local item's. The
+    /// journal is read once per page (it is short, and usually empty), not once per item.
     public func storeListed(_ items: [Item]) async throws {
         guard !items.isEmpty else { return }
         try await writer.write { db in
-            for item in items {
-                if let existing = try Self.record(item.identifier, in: db),
-                    try Self.pending(existing.inode, in: db) != nil
-                {
-                    continue
-                }
-                let deletedHere = try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM pendingDeletion WHERE identifier = ?", arguments: [item.identifier.rawValue]
-                )
-                let takenHere = try Bool.fetchOne(
-                    db,
-                    sql: """
-                        SELECT 1 FROM item JOIN pendingChange ON pendingChange.inode = item.inode
-                        WHERE parentIdentifier = ? AND filename = ? AND identifier != ?
-                        """,
-                    arguments: [item.parentIdentifier.rawValue, Data(item.filename.bytes), item.identifier.rawValue])
-                guard deletedHere == nil, takenHere == nil else { continue }
+            var changedHere = Set<String>()
+            var namesHeld = Set<[UInt8]>()
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT identifier, parentIdentifier, filename FROM item
+                    WHERE inode IN (SELECT inode FROM pendingChange)
+                    """)
+            {
+                changedHere.insert(row["identifier"])
+                namesHeld.insert(Array((row["parentIdentifier"] as String).utf8) + [0] + Array(row["filename"] as Data))
+            }
+            changedHere.formUnion(try String.fetchAll(db, sql: "SELECT identifier FROM pendingDeletion"))
+            for item in items where !changedHere.contains(item.identifier.rawValue) {
+                let key = Array(item.parentIdentifier.rawValue.utf8) + [0] + item.filename.bytes
+                guard !namesHeld.contains(key) else { continue }
                 _ = try Self.upsert(item, in: db)
             }
         }
@@ -104,21 +104,25 @@ extension MetadataStore {
         }
     }
 
-    /// Marks folders as not listed, so that their next use lists them again.
-    public func forgetListings(of directories: [ItemIdentifier]) async throws {
+    /// Marks listed folders stale, so that their next use lists them again.
+    public func markListingsStale(_ directories: [ItemIdentifier]) async throws {
         guard !directories.isEmpty else { return }
         try await writer.write { db in
             for directory in directories {
                 try db.execute(
-                    sql: "UPDATE directory SET isComplete = 0 WHERE identifier = ?", arguments: [directory.rawValue])
+                    sql: "UPDATE directory SET isComplete = ? WHERE identifier = ? AND isComplete = ?",
+                    arguments: [
+                        ListingState.stale.rawValue, directory.rawValue, ListingState.complete.rawValue,
+                    ])
             }
         }
     }
 
-    /// The folders whose listing the store holds complete (the root among them once listed).
+    /// The folders whose listing the store holds, complete or stale (the root among them once
+    /// listed).
     public func listedDirectories() async throws -> Set<ItemIdentifier> {
         try await writer.read { db in
-            let rows = try String.fetchAll(db, sql: "SELECT identifier FROM directory WHERE isComplete = 1")
+            let rows = try String.fetchAll(db, sql: "SELECT identifier FROM directory WHERE isComplete != 0")
             return Set(rows.map { ItemIdentifier($0) })
         }
     }
@@ -148,7 +152,8 @@ extension MetadataStore {
     private static func isListed(_ directory: ItemIdentifier, in db: Database) throws -> Bool {
         if directory == .rootContainer { return true }
         return try Bool.fetchOne(
-            db, sql: "SELECT isComplete FROM directory WHERE identifier = ?", arguments: [directory.rawValue]) ?? false
+            db, sql: "SELECT isComplete != 0 FROM directory WHERE identifier = ?", arguments: [directory.rawValue])
+            ?? false
     }
 
     private static func applyRemote(

@@ -57,7 +57,7 @@ public final class MetadataStore: Sendable {
                     CREATE INDEX item_by_parent_and_name ON item(parentIdentifier, filename);
                     CREATE TABLE directory (
                       identifier TEXT PRIMARY KEY,
-                      isComplete INTEGER NOT NULL
+                      isComplete INTEGER NOT NULL -- a ListingState
                     );
                     CREATE TABLE content (
                       fileNumber INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -124,6 +124,10 @@ public final class MetadataStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("v3-writes-finish") { db in
+            // A deletion made with --trash moves the item to the remote's trash.
+            try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN toTrash INTEGER NOT NULL DEFAULT 0")
+        }
         registerCacheMigration(in: &migrator)
         return migrator
     }
@@ -155,30 +159,38 @@ public final class MetadataStore: Sendable {
 
     static let placeholders = Array(repeating: "?", count: ItemRecord.columns.count).joined(separator: ", ")
 
+    /// Inserts an item, or updates the one with its identifier (which keeps its inode).
+    private static let upsertSQL = """
+        INSERT INTO item (\(ItemRecord.columns.joined(separator: ", "))) VALUES (\(placeholders))
+        ON CONFLICT(identifier) DO UPDATE SET \(
+            ItemRecord.columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
+        RETURNING inode
+        """
+
     static func upsert(_ item: Item, in db: Database) throws -> ItemRecord {
-        let columns = ItemRecord.columns.joined(separator: ", ")
-        let updates = ItemRecord.columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        let inode = try Int64.fetchOne(
-            db,
-            sql: """
-                INSERT INTO item (\(columns)) VALUES (\(placeholders))
-                ON CONFLICT(identifier) DO UPDATE SET \(updates)
-                RETURNING inode
-                """, arguments: try item.databaseArguments())
+        // A cached statement: listings store thousands of items, and preparing each anew cost
+        // more than running it.
+        let statement = try db.cachedStatement(sql: upsertSQL)
+        let inode = try Int64.fetchOne(statement, arguments: try item.databaseArguments())
         guard let inode else { throw DatabaseError(message: "upsert returned no inode") }
+        if let attributes = item.extendedAttributes {
+            try adoptRemoteAttributes(attributes, inode: UInt64(inode), in: db)
+        }
         return ItemRecord(inode: UInt64(inode), item: item)
     }
 
     public func record(inode: UInt64) async throws -> ItemRecord? {
         try await writer.read { db in
-            try ItemRecord.fetchOne(db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+            try ItemRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
         }
     }
 
     public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
         try await writer.read { db in
             try ItemRecord.fetchOne(
-                db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [try Self.resolve(identifier, in: db)])
+                db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"),
+                arguments: [try Self.resolve(identifier, in: db)])
         }
     }
 
@@ -186,7 +198,7 @@ public final class MetadataStore: Sendable {
     public func child(of parent: ItemIdentifier, named name: Filename) async throws -> ItemRecord? {
         try await writer.read { db in
             try ItemRecord.fetchOne(
-                db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?",
+                db.cachedStatement(sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?"),
                 arguments: [try Self.resolve(parent, in: db), Data(name.bytes)])
         }
     }
@@ -208,13 +220,13 @@ public final class MetadataStore: Sendable {
 
     // MARK: Directories
 
-    /// True once a listing of `directory` ran to its end.
-    public func isListingComplete(_ directory: ItemIdentifier) async throws -> Bool {
+    /// Whether the store holds a listing of `directory`, and whether it is to be refreshed.
+    public func listingState(of directory: ItemIdentifier) async throws -> ListingState {
         try await writer.read { db in
-            try Bool.fetchOne(
-                db, sql: "SELECT isComplete FROM directory WHERE identifier = ?",
+            let value = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT isComplete FROM directory WHERE identifier = ?"),
                 arguments: [try Self.resolve(directory, in: db)])
-                ?? false
+            return ListingState(rawValue: value ?? 0) ?? .unlisted
         }
     }
 

@@ -9,6 +9,8 @@ public struct PendingDeletion: Sendable, Hashable {
     public var sequence: Int64
     public var kind: ItemKind
     public var baseVersion: ItemVersion
+    /// Move the item to the remote's trash rather than delete it (`--trash`).
+    public var toTrash: Bool
     public var attempts: Int
     public var lastError: String?
 }
@@ -21,6 +23,7 @@ extension PendingDeletion: FetchableRecord {
         self.kind = ItemKind(rawValue: kindRaw) ?? .file
         self.baseVersion = ItemVersion(
             content: Array(row["contentVersion"] as Data), metadata: Array(row["metadataVersion"] as Data))
+        self.toTrash = row["toTrash"]
         self.attempts = row["attempts"]
         self.lastError = row["lastError"]
     }

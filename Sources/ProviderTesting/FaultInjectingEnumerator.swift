@@ -1,6 +1,6 @@
 import FileProviderKit
 
-/// An enumerator of a `FaultInjectingProvider`: listings and change batches obey the `enumerate`
+/// An enumerator of a `FaultInjectingProvider`: listings, change batches and anchors obey the `enumerate`
 /// rules (matched against the container), and teach the injector the names they carry.
 struct FaultInjectingEnumerator<Inner: FileProvider>: ItemEnumerator {
     let inner: any ItemEnumerator
@@ -21,5 +21,8 @@ struct FaultInjectingEnumerator<Inner: FileProvider>: ItemEnumerator {
         return batch
     }
 
-    func currentSyncAnchor() async throws -> SyncAnchor? { try await inner.currentSyncAnchor() }
+    func currentSyncAnchor() async throws -> SyncAnchor? {
+        _ = try await provider.intercept(.enumerate, container)
+        return try await inner.currentSyncAnchor()
+    }
 }

@@ -79,6 +79,10 @@ public struct FaultInjectingProvider<Inner: FileProvider>: FileProvider {
 
 extension FaultInjectingProvider: FeatureDescribing where Inner: FeatureDescribing {
     public var features: ProviderFeatures { inner.features }
+
+    public func reasonItCannotHold(name: Filename, in parent: ItemIdentifier) -> String? {
+        inner.reasonItCannotHold(name: name, in: parent)
+    }
 }
 
 extension FaultInjectingProvider: PartialContentFetching where Inner: PartialContentFetching {

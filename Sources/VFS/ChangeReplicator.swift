@@ -156,11 +156,16 @@ final class ChangeReplicator: Sendable {
     }
 
     private func changesSinceAnchor() async throws -> Int {
+        let saved = try await savedAnchor()
+        // Looked at before anything is asked of the remote: a folder listed after this is listed
+        // again if the first anchor came after it (see compareEverything).
+        let listed = try await store.listedDirectories()
+        let knewNothing = saved == nil && listed.isEmpty
         let provider = self.provider
         let enumerator = try await Deadline.run(limit: configuration.remoteTimeout) {
             try await provider.enumerator(for: .workingSet)
         }
-        guard var anchor = try await savedAnchor() else { return try await compareEverything(enumerator) }
+        guard var anchor = saved else { return try await compareEverything(enumerator, knewNothing: knewNothing) }
         var applied = 0
         let pageSize = configuration.suggestedPageSize
         while true {
@@ -172,7 +177,7 @@ final class ChangeReplicator: Sendable {
                 }
             } catch ProviderError.syncAnchorExpired {
                 logger.notice("the remote no longer knows the saved anchor; comparing everything")
-                return applied + (try await compareEverything(enumerator))
+                return applied + (try await compareEverything(enumerator, knewNothing: false))
             }
             applied += try await apply(updated: batch.updated, deleted: batch.deleted)
             anchor = batch.nextAnchor
@@ -188,16 +193,13 @@ final class ChangeReplicator: Sendable {
     /// A store that knows nothing yet (a first mount) has nothing to compare: the anchor is enough,
     /// and the folders listed while it was taken are listed again on their next use, so that a
     /// change made between their listing and the anchor is not missed.
-    private func compareEverything(_ enumerator: any ItemEnumerator) async throws -> Int {
-        let listedBefore = try await store.listedDirectories()
-        let knownBefore = try await store.remoteIdentifiers()
-        let knewNothing = listedBefore.isEmpty && knownBefore.isEmpty
+    private func compareEverything(_ enumerator: any ItemEnumerator, knewNothing: Bool) async throws -> Int {
         guard
             let anchor = try await Deadline.run(limit: enumerationLimit, { try await enumerator.currentSyncAnchor() })
         else { throw ProviderError.featureUnsupported }
         if knewNothing {
             try await save(anchor)
-            try await lister.forgetListings(of: Array(try await store.listedDirectories()))
+            try await lister.markStale(Array(try await store.listedDirectories()))
             return 0
         }
         statistics.update { $0.replication.fullComparisons += 1 }
@@ -281,7 +283,7 @@ final class ChangeReplicator: Sendable {
             await cache.discard(update.after.identifier, keeping: update.after.item.version.content)
         }
         if outcome.keptLocal > 0 { wakeUploader() }
-        try await lister.forgetListings(of: outcome.foldersToList)
+        try await lister.markStale(outcome.foldersToList)
         await tellKernel(outcome)
         return outcome.updated.count + outcome.added.count + outcome.removed.count
     }

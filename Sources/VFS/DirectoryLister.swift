@@ -40,7 +40,8 @@ final class DirectoryLister: Sendable {
     /// Returns once `directory` is completely listed in the store.
     func ensureListed(_ directory: ItemIdentifier) async throws {
         if state.withLock({ $0.complete.contains(directory) }) { return }
-        if try await store.isListingComplete(directory) {
+        let known = try await store.listingState(of: directory)
+        if known == .complete {
             state.withLock { _ = $0.complete.insert(directory) }
             return
         }
@@ -50,14 +51,21 @@ final class DirectoryLister: Sendable {
             state.inFlight[directory] = task
             return task
         }
-        try await task.value
+        do {
+            try await task.value
+        } catch let error where known == .stale && FileSystem.meansUnreachable(error) {
+            // A stale listing still serves while the remote is away: what was listed stays
+            // listable offline. It is listed again at the next mount.
+            logger.info("serving the last listing of \(directory): the remote cannot be reached (\(error))")
+            state.withLock { _ = $0.complete.insert(directory) }
+        }
     }
 
-    /// Forgets that `directories` are listed: their next use lists them again. (The store first,
-    /// so that a listing that begins meanwhile cannot mark them complete from a stale record.)
-    func forgetListings(of directories: [ItemIdentifier]) async throws {
+    /// Marks `directories` stale: their next use lists them again. (The store first, so that a
+    /// lookup meanwhile cannot take them as complete from the store.)
+    func markStale(_ directories: [ItemIdentifier]) async throws {
         guard !directories.isEmpty else { return }
-        try await store.forgetListings(of: directories)
+        try await store.markListingsStale(directories)
         state.withLock { $0.complete.subtract(directories) }
     }
 

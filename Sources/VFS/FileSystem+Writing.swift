@@ -63,7 +63,8 @@ extension FileSystem {
             try self.refuseIfReadOnly()
             let features = (self.provider as? any FeatureDescribing)?.features ?? .all
             guard features.contains(.symlinks) else {
-                self.logger.notice("refused a symlink: the remote cannot hold symlinks")
+                self.logger.notice(
+                    "refused a symlink: the remote cannot hold symlinks (a WebDAV remote can with --links)")
                 throw Errno.notSupported
             }
             let record = try await self.makeItem(in: parent, named: name, kind: .symlink, mode: 0o777, target: target)
@@ -89,6 +90,7 @@ extension FileSystem {
         try refuseIfReadOnly()
         let directory = try await directory(parent)
         let filename = try Self.validName(name)
+        try refuseNameTheRemoteCannotHold(filename, in: directory.identifier)
         try await lister.ensureListed(directory.identifier)
         if try await store.child(of: directory.identifier, named: filename) != nil { throw Errno.fileExists }
         let now = Timestamp.now
@@ -295,7 +297,7 @@ extension FileSystem {
         try await answering {
             let child = try await self.existingChild(of: parent, named: name)
             guard child.item.kind != .directory else { throw Errno.isDirectory }
-            try await self.remove(child)
+            try await self.remove(child, toTrash: self.configuration.trashesDeletions)
         }
     }
 
@@ -303,7 +305,7 @@ extension FileSystem {
         try await answering {
             let child = try await self.existingChild(of: parent, named: name)
             guard child.item.kind == .directory else { throw Errno.notDirectory }
-            try await self.remove(child)
+            try await self.remove(child, toTrash: self.configuration.trashesDeletions)
         }
     }
 
@@ -317,6 +319,9 @@ extension FileSystem {
             let source = try await self.existingChild(of: parent, named: name)
             let target = try await self.directory(newParent)
             let filename = try Self.validName(newName)
+            if filename != source.item.filename || target.identifier != source.item.parentIdentifier {
+                try self.refuseNameTheRemoteCannotHold(filename, in: target.identifier)
+            }
             try await self.lister.ensureListed(target.identifier)
             if let existing = try await self.store.child(of: target.identifier, named: filename) {
                 guard existing.inode != source.inode else { return }
@@ -324,7 +329,8 @@ extension FileSystem {
                 switch (source.item.kind == .directory, existing.item.kind == .directory) {
                 case (true, false): throw Errno.notDirectory
                 case (false, true): throw Errno.isDirectory
-                default: try await self.remove(existing)
+                // Replaced, not deleted by the user: an editor's save must not fill the trash.
+                default: try await self.remove(existing, toTrash: false)
                 }
             }
             var fields: ItemFields = []
@@ -349,13 +355,14 @@ extension FileSystem {
         return child
     }
 
-    /// Removes an item (an empty directory only) and journals its deletion.
-    private func remove(_ record: ItemRecord) async throws {
+    /// Removes an item (an empty directory only) and journals its deletion, or with `toTrash` its
+    /// move to the remote's trash.
+    private func remove(_ record: ItemRecord, toTrash: Bool) async throws {
         if record.item.kind == .directory {
             try await lister.ensureListed(record.identifier)
             guard try await store.children(of: record.identifier).isEmpty else { throw Errno.directoryNotEmpty }
         }
-        try await store.deleteLocally(inode: record.inode)
+        try await store.deleteLocally(inode: record.inode, toTrash: toTrash)
         await localFiles.remove(record.inode)
         uploader.wake()
     }
@@ -424,6 +431,16 @@ extension FileSystem {
 
     func refuseIfReadOnly() throws {
         if configuration.isReadOnly { throw Errno.readOnlyFileSystem }
+    }
+
+    /// Refuses, with EILSEQ and a log line saying why, a name the remote could not hold: accepted
+    /// here, it could never be uploaded.
+    private func refuseNameTheRemoteCannotHold(_ name: Filename, in parent: ItemIdentifier) throws {
+        guard let describing = provider as? any FeatureDescribing,
+            let reason = describing.reasonItCannotHold(name: name, in: parent)
+        else { return }
+        logger.notice("refused the name '\(name)': \(reason)")
+        throw Errno.illegalByteSequence
     }
 
     private static func validName(_ name: [UInt8]) throws -> Filename {

@@ -92,7 +92,8 @@ public final class FileSystem: FileSystemOperations {
         return fileSystem
     }
 
-    private static func meansUnreachable(_ error: any Error) -> Bool {
+    /// True for the errors that mean the remote is away, not that it refused.
+    static func meansUnreachable(_ error: any Error) -> Bool {
         if error is RemoteTimeout { return true }
         if case ProviderError.serverUnreachable = error { return true }
         return false

@@ -240,6 +240,9 @@ final class Uploader: Sendable {
             snapshot = copy.path
             item.size = copy.size
         }
+        if change.fields.contains(.extendedAttributes) {
+            item.extendedAttributes = try await store.userAttributes(inode: record.inode)
+        }
         let contents = snapshot.map { URL(fileURLWithPath: $0.string) }
         if change.isCreation {
             try await create(item, change: change, inode: record.inode, contents: contents)
@@ -357,7 +360,7 @@ final class Uploader: Sendable {
         do {
             try await provider.deleteItem(
                 identifier: deletion.identifier, baseVersion: deletion.kind == .directory ? nil : deletion.baseVersion,
-                options: [])
+                options: deletion.toTrash ? [.toTrash] : [])
         } catch ProviderError.noSuchItem {
             // Gone already: that is what was asked.
         } catch ProviderError.conflict {

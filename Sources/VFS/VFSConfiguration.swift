@@ -25,6 +25,9 @@ public struct VFSConfiguration: Sendable {
     public var pollInterval: Duration? = .seconds(30)
     /// Every write-type operation fails with EROFS.
     public var isReadOnly = false
+    /// unlink and rmdir move items to the remote's trash instead of deleting them (`--trash`;
+    /// only where the provider has a trash).
+    public var trashesDeletions = false
     /// The largest read-ahead window of one handle.
     public var maximumReadAhead: UInt64 = 64 << 20
     /// The largest single read-ahead request (rounded down to whole blocks, at least one): a

@@ -17,6 +17,7 @@ extension Item {
             location, isCollection: properties.isCollection, size: size, modified: modified,
             created: properties.creationDate.flatMap(HTTPDate.parseISO8601),
             version: RemoteVersion.make(etag: properties.etag, lastModified: modified, size: size))
+        extendedAttributes = properties.extendedAttributes
     }
 
     /// The file a GET answered with: its size and version from the headers, as of the bytes sent.

@@ -20,10 +20,15 @@ struct MultistatusParser {
         var syncToken: String?
         /// True when the `DAV:supported-report-set` property lists `sync-collection`.
         var supportsSyncCollection = false
+        /// The user's extended attributes fpfs stored as a dead property (see `ExtendedAttributes`).
+        var extendedAttributes: [String: [UInt8]]?
+        /// The status the server gave that property (a PROPPATCH's answer tells whether it was kept).
+        var extendedAttributesStatus: Int?
     }
 
     static let dav = "DAV:"
     static let ownCloud = "http://owncloud.org/ns"
+    static let fpfs = ExtendedAttributes.namespace
 
     private var xml = XMLPullParser()
     /// Element names from the root down to the current element.
@@ -102,6 +107,7 @@ struct MultistatusParser {
         case (Self.dav, "status", 4):
             pendingStatus = Self.statusCode(value)
         case (Self.dav, "propstat", 3):
+            if pending.extendedAttributesStatus != nil { response?.extendedAttributesStatus = pendingStatus }
             if pendingStatus == 200 { merge(pending) }
         case (Self.dav, "getcontentlength", 5) where isInProp:
             pending.contentLength = UInt64(value)
@@ -115,6 +121,9 @@ struct MultistatusParser {
             pending.fileID = value.isEmpty ? nil : value
         case (Self.ownCloud, "id", 5) where isInProp:
             if pending.fileID == nil, !value.isEmpty { pending.fileID = value }
+        case (Self.fpfs, ExtendedAttributes.property, 5) where isInProp:
+            pending.extendedAttributesStatus = 0
+            pending.extendedAttributes = ExtendedAttributes.decode(value)
         case (Self.dav, "sync-token", 5) where isInProp:
             pending.syncToken = value.isEmpty ? nil : value
         default:
@@ -143,6 +152,7 @@ struct MultistatusParser {
         merged.fileID = properties.fileID ?? merged.fileID
         merged.syncToken = properties.syncToken ?? merged.syncToken
         merged.supportsSyncCollection = merged.supportsSyncCollection || properties.supportsSyncCollection
+        merged.extendedAttributes = properties.extendedAttributes ?? merged.extendedAttributes
         response = merged
     }
 

@@ -20,10 +20,13 @@ extension WebDAVProvider {
         /// How often a request that failed on the way (connection lost, 500, 502, 503, 504) is sent
         /// again, with growing pauses, before the failure is reported.
         public var retries: Int
+        /// Symlinks are kept as `NAME.rclonelink` files holding the target, as rclone does (`--links`).
+        public var symlinksAsMarkerFiles: Bool
 
         public init(
             url: URL, credentials: WebDAVCredentials? = nil, stateDirectory: URL? = nil, maximumConnections: Int = 8,
-            connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30), retries: Int = 2
+            connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30), retries: Int = 2,
+            symlinksAsMarkerFiles: Bool = false
         ) {
             self.url = url
             self.credentials = credentials
@@ -32,6 +35,7 @@ extension WebDAVProvider {
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
             self.retries = retries
+            self.symlinksAsMarkerFiles = symlinksAsMarkerFiles
         }
     }
 }

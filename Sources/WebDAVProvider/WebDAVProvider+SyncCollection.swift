@@ -37,7 +37,7 @@ extension WebDAVProvider {
             }
         }
         for (entry, path) in present {
-            updated.append(Item(try await location(of: entry, at: path, parent: nil), properties: entry))
+            updated.append(try await item(described: entry, at: path, parent: nil))
         }
         let stayed = Set(updated.map(\.identifier))
         var deleted: [ItemIdentifier] = []

@@ -12,11 +12,8 @@ extension WebDAVProvider {
     public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
         async throws -> Item
     {
-        let parent = try path(of: template.parentIdentifier)
-        guard let path = RemotePath.decode(Substring(parent.appending(template.filename).encoded)) else {
-            throw ProviderError.cannotSynchronize(reason: "'\(template.filename)' cannot be a name on the server")
-        }
-        if template.kind == .symlink { throw ProviderError.featureUnsupported }
+        if template.kind == .symlink, !features.contains(.symlinks) { throw ProviderError.featureUnsupported }
+        let path = try serverPath(of: template.filename, kind: template.kind, in: template.parentIdentifier)
         // Asked first because servers answer a taken name differently (405, 400, 412, or a silent
         // overwrite when a precondition is ignored); the request's own precondition covers a race.
         if let existing = try await existingItem(at: path) {
@@ -28,8 +25,6 @@ extension WebDAVProvider {
             throw ProviderError.filenameCollision(existing: existing.identifier)
         }
         switch template.kind {
-        case .symlink:
-            throw ProviderError.featureUnsupported
         case .directory:
             let request = WebDAVClient.Request(method: .MKCOL, path: path, isCollection: true, isIdempotent: false)
             let (response, _) = try await client.sendCollecting(request)
@@ -45,8 +40,9 @@ extension WebDAVProvider {
             default:
                 throw WebDAVClient.error(for: response.status, path: path, method: request.method)
             }
-        case .file:
-            let status = try await put(contents, to: path, precondition: ("If-None-Match", "*"))
+        case .file, .symlink:
+            let body: Upload = template.kind == .file ? .file(contents) : .bytes(template.symlinkTarget ?? [])
+            let status = try await put(body, to: path, precondition: ("If-None-Match", "*"))
             switch status.code {
             case 200, 201, 204: break
             case 412: throw ProviderError.filenameCollision(existing: try? await existingItem(at: path)?.identifier)
@@ -54,6 +50,9 @@ extension WebDAVProvider {
             case 404, 409: throw ProviderError.noSuchItem(template.parentIdentifier)
             default: throw WebDAVClient.error(for: status, path: path, method: .PUT)
             }
+        }
+        if fields.contains(.extendedAttributes), let attributes = template.extendedAttributes, !attributes.isEmpty {
+            try await storeExtendedAttributes(attributes, at: path, isCollection: template.kind == .directory)
         }
         let created = try await properties(of: path, parent: template.parentIdentifier)
         history.noteHandedOut([created.identifier])
@@ -65,12 +64,14 @@ extension WebDAVProvider {
     ) async throws -> Item {
         guard item.identifier != .rootContainer else { throw ProviderError.noSuchItem(item.identifier) }
         let (existing, source) = try await current(item.identifier)
+        // POSIX cannot change a link's target in place: the engine deletes and creates.
+        if changedFields.contains(.symlinkTarget), existing.kind == .symlink { throw ProviderError.featureUnsupported }
         if changedFields.contains(.contents), existing.kind == .file {
             guard existing.version.content == baseVersion.content else {
                 throw ProviderError.conflict(remote: existing)
             }
             let status = try await conditionally(on: existing, at: source) { precondition in
-                try await put(contents, to: source, precondition: precondition)
+                try await put(.file(contents), to: source, precondition: precondition)
             }
             switch status.code {
             case 200, 201, 204: break
@@ -79,14 +80,14 @@ extension WebDAVProvider {
         }
         var destination = source
         if !changedFields.isDisjoint(with: [.filename, .parentIdentifier]) {
-            let parent = try path(of: item.parentIdentifier)
-            guard let target = RemotePath.decode(Substring(parent.appending(item.filename).encoded)) else {
-                throw ProviderError.cannotSynchronize(reason: "'\(item.filename)' cannot be a name on the server")
-            }
+            let target = try serverPath(of: item.filename, kind: existing.kind, in: item.parentIdentifier)
             if target != source {
                 try await move(source, to: target, isCollection: existing.kind == .directory)
                 destination = target
             }
+        }
+        if changedFields.contains(.extendedAttributes), let attributes = item.extendedAttributes {
+            try await storeExtendedAttributes(attributes, at: destination, isCollection: existing.kind == .directory)
         }
         let modified = try await properties(
             of: destination, parent: destination == source ? existing.parentIdentifier : item.parentIdentifier)
@@ -138,31 +139,75 @@ extension WebDAVProvider {
         return try await send(nil)
     }
 
+    /// Where an item named `name` of `kind` lives on the server in the folder `parent`: a link
+    /// (`--links`) lives in its marker file.
+    private func serverPath(of name: Filename, kind: ItemKind, in parent: ItemIdentifier) throws -> RemotePath {
+        let stored = kind == .symlink ? Self.markerName(ofLink: name) : name
+        guard let path = RemotePath.decode(Substring(try path(of: parent).appending(stored).encoded)) else {
+            throw ProviderError.cannotSynchronize(reason: "'\(name)' cannot be a name on the server")
+        }
+        return path
+    }
+
     /// The item at `path`, or nil when there is none.
     private func existingItem(at path: RemotePath) async throws -> Item? {
         do { return try await properties(of: path) } catch ProviderError.noSuchItem { return nil }
     }
 
-    /// Uploads `contents` (empty when nil) to `path` with one `PUT`; returns the status.
-    private func put(_ contents: URL?, to path: RemotePath, precondition: (String, String)?) async throws
+    /// What a `PUT` sends: a file's content (empty when nil), or a link's target.
+    private enum Upload {
+        case file(URL?)
+        case bytes([UInt8])
+    }
+
+    /// Uploads `upload` to `path` with one `PUT`; returns the status.
+    private func put(_ upload: Upload, to path: RemotePath, precondition: (String, String)?) async throws
         -> HTTPResponseStatus
     {
-        let size: Int64
-        if let contents {
-            size = try await BlockingIO.run {
+        let body: @Sendable () -> HTTPClientRequest.Body
+        switch upload {
+        case .file(let contents?):
+            let size = try await BlockingIO.run {
                 ((try FileManager.default.attributesOfItem(atPath: contents.path))[.size] as? NSNumber)?.int64Value ?? 0
             }
-        } else {
-            size = 0
+            body = { .stream(FileChunks(url: contents), length: .known(size)) }
+        case .file(nil):
+            body = { .bytes(ByteBuffer()) }
+        case .bytes(let bytes):
+            body = { .bytes(ByteBuffer(bytes: bytes)) }
         }
         var headers = [("Content-Type", "application/octet-stream")]
         if let precondition { headers.append(precondition) }
-        let request = WebDAVClient.Request(
-            method: .PUT, path: path, headers: headers,
-            body: { contents.map { .stream(FileChunks(url: $0), length: .known(size)) } ?? .bytes(ByteBuffer()) },
-            isIdempotent: false)
+        let request = WebDAVClient.Request(method: .PUT, path: path, headers: headers, body: body, isIdempotent: false)
         let (response, _) = try await client.sendCollecting(request)
         return response.status
+    }
+
+    /// Keeps `attributes` as the item's dead property (see `ExtendedAttributes`). A server that
+    /// refuses dead properties (rclone answers 403 for the property) is not asked again during this
+    /// mount, and the attributes stay on this machine: not an error for the user.
+    private func storeExtendedAttributes(_ attributes: [String: [UInt8]], at path: RemotePath, isCollection: Bool)
+        async throws
+    {
+        guard !refusesDeadProperties.withLock({ $0 }) else { return }
+        let body = ByteBuffer(string: ExtendedAttributes.proppatchBody(attributes))
+        let request = WebDAVClient.Request(
+            method: .RAW(value: "PROPPATCH"), path: path, isCollection: isCollection,
+            headers: [("Content-Type", "application/xml; charset=utf-8")], body: { .bytes(body) })
+        let (response, answer) = try await client.sendCollecting(request)
+        switch response.status.code {
+        case 207:
+            var parser = MultistatusParser()
+            let status = try? parser.feed(answer.readableBytesView).first?.extendedAttributesStatus
+            if status == 200 { return }
+        case 200, 204:
+            return
+        case 403, 405, 409, 501:
+            break
+        default:
+            throw WebDAVClient.error(for: response.status, path: path, method: request.method)
+        }
+        refusesDeadProperties.withLock { $0 = true }
     }
 
     /// `MOVE` with `Overwrite: F`: a taken target name is a collision, never replaced.

@@ -25,13 +25,31 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     let syncTokens: SyncTokenAnchors
     /// What the server offers, once asked.
     private let learned = Mutex<ServerFeatures?>(nil)
+    /// The server refused to keep a dead property: extended attributes stay on this machine for
+    /// the rest of the mount, without asking again.
+    let refusesDeadProperties = Mutex(false)
     /// Where listings too long for one page wait for their next pages.
     let spoolDirectory: URL
 
+    /// WebDAV has no symlinks (DECISIONS 24), unless kept as marker files (`--links`), and no trash.
+    public var features: ProviderFeatures { client.configuration.symlinksAsMarkerFiles ? [.symlinks] : [] }
+
+    /// Names travel as UTF-8 in URLs and XML: a name that is not UTF-8 has no place there, and one
+    /// with control characters cannot be listed in XML 1.0 (rclone turns them into other
+    /// characters). With `--links`, a file name ending in `.rclonelink` would read back as a link.
+    public func reasonItCannotHold(name: Filename, in parent: ItemIdentifier) -> String? {
+        guard let text = name.utf8String else { return "a WebDAV server keeps only names that are UTF-8 text" }
+        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return "a WebDAV server cannot list names with control characters"
+        }
+        if client.configuration.symlinksAsMarkerFiles, Self.linkName(ofMarker: name) != nil {
+            return "with --links, a file named *.rclonelink on the server is a symlink"
+        }
+        return nil
+    }
+
     /// Checks the configuration and opens the connection pool; talks to no server yet. Throws
     /// `cannotSynchronize` for a bad URL or a state directory that cannot be used. Blocks briefly.
-    /// WebDAV has no symlinks (DECISIONS 24).
-    public var features: ProviderFeatures { [] }
 
     public init(configuration: Configuration) throws {
         client = try WebDAVClient(configuration: configuration)
@@ -159,7 +177,8 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
 
     /// The properties of an item a PROPFIND or REPORT asks for: just what an `Item` needs.
     static let itemProperties = """
-        <d:resourcetype/><d:getcontentlength/><d:getetag/><d:getlastmodified/><d:creationdate/><oc:fileid/>
+        <d:resourcetype/><d:getcontentlength/><d:getetag/><d:getlastmodified/><d:creationdate/><oc:fileid/>\
+        <x:\(ExtendedAttributes.property) xmlns:x="\(ExtendedAttributes.namespace)"/>
         """
 
     static let propfindBody = propfindBody(asking: itemProperties)
@@ -187,7 +206,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     /// the caller knows it.
     func properties(of path: RemotePath, parent: ItemIdentifier? = nil) async throws -> Item {
         let entry = try await propfind(path, body: Self.propfindBody)
-        let item = Item(try await location(of: entry, at: path, parent: parent), properties: entry)
+        let item = try await item(described: entry, at: path, parent: parent)
         try await fileIDs.flush()
         return item
     }
@@ -259,7 +278,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
                 return
             }
             if let status = entry.status, status != 200 { return }
-            try await each(Item(try await location(of: entry, at: path, parent: identifier), properties: entry), path)
+            try await each(try await item(described: entry, at: path, parent: identifier), path)
         }
         try await fileIDs.flush()
         guard sawFolder || folder.components.isEmpty else {

@@ -28,6 +28,8 @@ struct Daemon {
     /// Seconds between asking the remote for changes; 0: only at mount and on `fpfs signal`.
     let pollInterval: Int
     let isReadOnly: Bool
+    let trashesDeletions: Bool
+    let links: Bool
     let nonMaterializing: Set<String>
     let faultSpec: String?
     let readyFD: Int32?
@@ -50,7 +52,12 @@ struct Daemon {
         try await store.setSetting("remote", to: remote.name)
 
         var provider = try remote.makeProvider(
-            stateDirectory: cacheDirectory.appendingPathComponent("provider"), connections: pipelineDepth + 2)
+            stateDirectory: cacheDirectory.appendingPathComponent("provider"), connections: pipelineDepth + 2,
+            links: links)
+        if trashesDeletions, let features = (provider as? any FeatureDescribing)?.features, !features.contains(.trash) {
+            await provider.invalidate()
+            throw CommandFailure("--trash: the remote \(remote.name) has no trash to move deleted items to")
+        }
         if let faultSpec {
             do {
                 provider = try FaultInjector(spec: faultSpec).wrap(provider)
@@ -70,6 +77,7 @@ struct Daemon {
         configuration.cacheSize = cacheSize ?? CacheDirectory.defaultCacheSize(of: cacheDirectory)
         configuration.pollInterval = pollInterval > 0 ? .seconds(pollInterval) : nil
         configuration.isReadOnly = isReadOnly
+        configuration.trashesDeletions = trashesDeletions
         configuration.nonMaterializingProcesses = nonMaterializing
         configuration.uid = getuid()
         configuration.gid = getgid()

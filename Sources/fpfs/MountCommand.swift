@@ -49,6 +49,12 @@ struct MountCommand: AsyncParsableCommand {
     @Flag(help: "Refuse every change with EROFS.")
     var readOnly = false
 
+    @Flag(help: "unlink and rmdir move items to the remote's trash (a folder remote; refused on WebDAV).")
+    var trash = false
+
+    @Flag(help: "On WebDAV, keep symlinks as NAME.rclonelink files holding the target (as rclone does).")
+    var links = false
+
     @Option(
         help: ArgumentHelp(
             "Comma-separated process names that may not cause downloads ('' for none).",
@@ -98,6 +104,7 @@ struct MountCommand: AsyncParsableCommand {
                     remote: remote, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                     remoteTimeout: .seconds(remoteTimeout), blockSize: blockSize, pipelineDepth: pipelineDepth,
                     uploadDepth: uploadDepth, cacheSize: cacheSize, pollInterval: pollInterval, isReadOnly: readOnly,
+                    trashesDeletions: trash, links: links,
                     nonMaterializing: nonMaterializingNames,
                     faultSpec: injectFaults, readyFD: readyFd)
                 try await daemon.run()
@@ -111,6 +118,8 @@ struct MountCommand: AsyncParsableCommand {
                 ]
                 if readOnly { arguments.append("--read-only") }
                 if let cacheSize = self.cacheSize { arguments += ["--cache-size", cacheSize] }
+                if trash { arguments.append("--trash") }
+                if links { arguments.append("--links") }
                 if let nonMaterializing { arguments += ["--non-materializing", nonMaterializing] }
                 if let user { arguments += ["--user", user] }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }

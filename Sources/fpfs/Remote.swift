@@ -110,7 +110,8 @@ struct Remote: Sendable {
 
     /// A provider for this remote, keeping its own state in `stateDirectory` and keeping up to
     /// `connections` requests in flight; an `OfflineProvider` when the remote cannot be reached.
-    func makeProvider(stateDirectory: URL, connections: Int) throws -> any FileProvider {
+    /// With `links`, a WebDAV remote keeps symlinks as marker files (a folder holds them anyway).
+    func makeProvider(stateDirectory: URL, connections: Int, links: Bool) throws -> any FileProvider {
         if let reason = try unreachableReason() { return OfflineProvider(reason: reason) }
         switch kind {
         case .folder(let path, let delay, let bandwidth):
@@ -124,7 +125,8 @@ struct Remote: Sendable {
                 user: user, host: url.host ?? "", environment: ProcessInfo.processInfo.environment)
             return try WebDAVProvider(
                 configuration: .init(
-                    url: url, credentials: credentials, stateDirectory: stateDirectory, maximumConnections: connections)
+                    url: url, credentials: credentials, stateDirectory: stateDirectory, maximumConnections: connections,
+                    symlinksAsMarkerFiles: links)
             )
         }
     }

@@ -91,8 +91,9 @@ extension MountTests {
             }
 
             try await mount.sync()
+            // Apache keeps the copies' user attributes (dead properties) in .DAV folders of its own.
             let difference = await Command(
-                ["diff", "-r", "--no-dereference", work, remote.folder + "/work"], timeout: .seconds(120)
+                ["diff", "-r", "--no-dereference", "-x", ".DAV", work, remote.folder + "/work"], timeout: .seconds(120)
             ).run()
             #expect(difference.succeeded, "the remote differs from the mount after fpfs sync: \(difference)")
             let fsck = await Command([
