@@ -15,26 +15,42 @@ import SystemPackage
 public final class BlockCache: Sendable {
     public let directory: FilePath
     public let blockSize: UInt64
-    private let store: MetadataStore
+    let store: MetadataStore
 
     /// A content some reader or fetch still holds; it closes its file when the last one lets go.
-    private struct OpenContent {
+    struct OpenContent {
         weak var content: CachedContent?
     }
 
-    /// Guards the open contents, the durable record of every cached item, and the contents being
-    /// opened.
-    private struct State {
+    /// Guards the open contents, the durable record of every cached item, the contents being
+    /// opened, and the bookkeeping of eviction (BlockCache+Eviction): the recorded bytes of each
+    /// item and their sum, and the items used since their last use was saved.
+    struct State {
         var open: [ItemIdentifier: OpenContent] = [:]
         var records: [ItemIdentifier: ContentRecord] = [:]
         var opening: [OpeningKey: Task<CachedContent, any Error>] = [:]
+        var bytes: [ItemIdentifier: UInt64] = [:]
+        var totalBytes: UInt64 = 0
+        var usedSinceSaved: Set<ItemIdentifier> = []
+        var onGrowth: (@Sendable () -> Void)?
+
+        /// Replaces what is recorded of `identifier` (nil: nothing), keeping the sum right.
+        mutating func setRecord(_ record: ContentRecord?, of identifier: ItemIdentifier) {
+            totalBytes -= bytes.removeValue(forKey: identifier) ?? 0
+            records[identifier] = record
+            guard let record else { return }
+            let count = BlockMap(bytes: record.presentBlocks).presentByteCount(
+                blockSize: record.blockSize, size: record.size)
+            bytes[identifier] = count
+            totalBytes += count
+        }
     }
 
-    private struct OpeningKey: Hashable {
+    struct OpeningKey: Hashable {
         let identifier: ItemIdentifier
         let contentVersion: [UInt8]
     }
-    private let state: Mutex<State>
+    let state: Mutex<State>
 
     /// Opens the cache in `directory` (created if needed), loading what the store recorded and
     /// deleting cache files it does not know.
@@ -44,9 +60,9 @@ public final class BlockCache: Sendable {
         self.store = store
         try FileManager.default.createDirectory(atPath: directory.string, withIntermediateDirectories: true)
         let records = try await store.contentRecords()
-        var byIdentifier: [ItemIdentifier: ContentRecord] = [:]
-        for record in records { byIdentifier[record.identifier] = record }
-        self.state = Mutex(State(records: byIdentifier))
+        var state = State()
+        for record in records { state.setRecord(record, of: record.identifier) }
+        self.state = Mutex(state)
         let known = Set(records.map { String($0.fileNumber) })
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.string)) ?? []
         where !known.contains(name) {
@@ -113,7 +129,8 @@ public final class BlockCache: Sendable {
         let winner = state.withLock { state -> CachedContent in
             if let open = state.open[identifier]?.content, open.contentVersion == contentVersion { return open }
             state.open[identifier] = OpenContent(content: content)
-            state.records[identifier] = record
+            state.setRecord(record, of: identifier)
+            state.usedSinceSaved.insert(identifier)
             return content
         }
         if let stale, stale.fileNumber != record.fileNumber {
@@ -129,13 +146,20 @@ public final class BlockCache: Sendable {
     public func discard(_ identifier: ItemIdentifier, keeping current: [UInt8]? = nil) async {
         let stale = state.withLock { state -> ContentRecord? in
             guard let record = state.records[identifier], record.contentVersion != current else { return nil }
-            state.records[identifier] = nil
+            state.setRecord(nil, of: identifier)
+            state.usedSinceSaved.remove(identifier)
             if state.open[identifier]?.content?.fileNumber == record.fileNumber { state.open[identifier] = nil }
             return record
         }
         guard let stale else { return }
-        try? await store.removeContent(fileNumber: stale.fileNumber)
-        let path = directory.appending(String(stale.fileNumber))
+        try? await deleteFile(of: stale)
+    }
+
+    /// Deletes a content's row in the store, then its file (kept if the row could not go: a row
+    /// without its file would serve a fresh empty file's zeros after a restart).
+    func deleteFile(of record: ContentRecord) async throws {
+        try await store.removeContent(fileNumber: record.fileNumber)
+        let path = directory.appending(String(record.fileNumber))
         _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: path.string) }
     }
 
@@ -143,12 +167,15 @@ public final class BlockCache: Sendable {
     /// result, so `localBytes` stays right after the content is closed.
     public func commit(_ content: CachedContent) async throws {
         guard let presentBlocks = try await content.commit() else { return }
-        state.withLock { state in
+        let onGrowth = state.withLock { state -> (@Sendable () -> Void)? in
             guard var record = state.records[content.identifier], record.fileNumber == content.fileNumber else {
-                return
+                return nil
             }
             record.presentBlocks = presentBlocks
-            state.records[content.identifier] = record
+            record.lastUsed = Date()
+            state.setRecord(record, of: content.identifier)
+            return state.onGrowth
         }
+        onGrowth?()
     }
 }

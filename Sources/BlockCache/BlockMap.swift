@@ -21,6 +21,17 @@ struct BlockMap: Hashable {
         block / 8 < bytes.count && bytes[block / 8] & (1 << (block % 8)) != 0
     }
 
+    /// Bytes of the present blocks in a file of `size` bytes (the last block may be short), counted
+    /// without building ranges: the cache sums this at every commit.
+    func presentByteCount(blockSize: UInt64, size: UInt64) -> UInt64 {
+        let blockCount = Int((size + blockSize - 1) / blockSize)
+        guard blockCount > 0 else { return 0 }
+        let present = bytes.prefix((blockCount + 7) / 8).reduce(0) { $0 + UInt64($1.nonzeroBitCount) }
+        let last = blockCount - 1
+        let shortfall = UInt64(last + 1) * blockSize - size
+        return present * blockSize - (isPresent(last) ? shortfall : 0)
+    }
+
     /// The byte ranges of the present blocks in a file of `size` bytes.
     func ranges(blockSize: UInt64, size: UInt64) -> ByteRanges {
         var result = ByteRanges()

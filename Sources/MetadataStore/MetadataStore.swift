@@ -128,6 +128,7 @@ public final class MetadataStore: Sendable {
             // A deletion made with --trash moves the item to the remote's trash.
             try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN toTrash INTEGER NOT NULL DEFAULT 0")
         }
+        registerCacheMigration(in: &migrator)
         return migrator
     }
 

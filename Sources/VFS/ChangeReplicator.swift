@@ -29,6 +29,8 @@ final class ChangeReplicator: Sendable {
     private let logger: Logger
     /// Called when remote deletions turned local work into creations the uploader must send.
     private let wakeUploader: @Sendable () -> Void
+    /// Called after a round applied changes (pins download what appeared in pinned folders).
+    private let changesApplied: @Sendable () -> Void
 
     /// The store's setting that holds the working set's anchor, in hex.
     static let anchorSetting = "workingSetAnchor"
@@ -47,7 +49,8 @@ final class ChangeReplicator: Sendable {
         provider: any FileProvider, store: MetadataStore, cache: BlockCache, localFiles: LocalFileFolder,
         nodes: NodeTable, lister: DirectoryLister, kernel: KernelCache, configuration: VFSConfiguration,
         statistics: Statistics,
-        logger: Logger, wakeUploader: @escaping @Sendable () -> Void
+        logger: Logger, wakeUploader: @escaping @Sendable () -> Void,
+        changesApplied: @escaping @Sendable () -> Void = {}
     ) {
         self.provider = provider
         self.store = store
@@ -60,6 +63,7 @@ final class ChangeReplicator: Sendable {
         self.statistics = statistics
         self.logger = logger
         self.wakeUploader = wakeUploader
+        self.changesApplied = changesApplied
     }
 
     /// Runs a round now, then one every `pollInterval` (none when it is nil).
@@ -132,7 +136,10 @@ final class ChangeReplicator: Sendable {
                 $0.replication.changes += applied
                 $0.replication.lastError = nil
             }
-            if applied > 0 { logger.info("applied \(applied) changes from the remote") }
+            if applied > 0 {
+                logger.info("applied \(applied) changes from the remote")
+                changesApplied()
+            }
             return applied
         } catch ProviderError.featureUnsupported {
             state.withLock { $0.unsupported = true }

@@ -51,16 +51,19 @@ final class ContentFetcher: Sendable {
         partialProvider == nil ? .wholeFile : .blocks(cache.blockSize)
     }
 
-    /// Returns once `range` of `content` is local, fetching what is missing at interactive priority.
-    func ensurePresent(_ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String)
-        async throws
-    {
+    /// Returns once `range` of `content` is local, fetching what is missing at `priority`
+    /// (interactive: a process waits, and the fetches it joins go ahead too).
+    func ensurePresent(
+        _ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String,
+        priority: FetchPriority = .interactive
+    ) async throws {
         try await content.waitUntilPresent(
             range, granularity: granularity,
             start: { claims in
-                for claim in claims { start(claim, of: content, version: version, name: name, priority: .interactive) }
+                for claim in claims { start(claim, of: content, version: version, name: name, priority: priority) }
             },
             joined: { claims in
+                guard priority == .interactive else { return }
                 let waiting = running.withLock { running in
                     claims.compactMap { running[ClaimKey(fileNumber: content.fileNumber, claim: $0.id)]?.ticket }
                 }

@@ -6,6 +6,9 @@ enum ExtendedAttribute {
     static let localBytes = "user.fpfs.local_bytes"
     /// The provider's identifier of the item.
     static let identifier = "user.fpfs.id"
+    /// `1` when the item is pinned (kept local through eviction), else `0`; setting it pins or
+    /// unpins.
+    static let pinned = "user.fpfs.pinned"
     /// On the root only: the path of the daemon's control socket.
     static let control = "user.fpfs.control"
     /// Prefix of the provider's `userInfo` entries.

@@ -145,7 +145,7 @@ extension FileSystem {
         -> LocalFile
     {
         let inode = record.inode
-        if localFiles.hasContent(inode) { return try await localFiles.open(inode) }
+        if let local = try await localFiles.openExisting(inode) { return local }
         let item = record.item
         if keepingBytes && item.size > 0 {
             let content = try await cache.content(
@@ -375,6 +375,8 @@ extension FileSystem {
         async throws
     {
         try await answering {
+            // Pinning is local, so it works on a read-only mount too.
+            if name == ExtendedAttribute.pinned { return try await self.setPinned(inode, value: value) }
             try self.refuseIfReadOnly()
             // The engine's own are derived, not stored: setting one is ignored, so that copying
             // between two mounts with `rsync -aX` works.

@@ -34,9 +34,11 @@ public final class FileSystem: FileSystemOperations {
     let fetcher: ContentFetcher
     let statistics = Statistics()
     let gate: ProcessGate
-    let openFiles = HandleTable<OpenFile>()
+    let openFiles: HandleTable<OpenFile>
     let localFiles: LocalFileFolder
     let uploader: Uploader
+    let pins: PinDownloader
+    let evictor: CacheEvictor
     let replicator: ChangeReplicator
     private let openDirectories = HandleTable<OpenDirectory>()
 
@@ -75,6 +77,9 @@ public final class FileSystem: FileSystemOperations {
             configuration: configuration, isOffline: isOffline, logger: logger)
         // Even a read-only mount sends what an earlier mount left in the journal.
         fileSystem.uploader.start()
+        cache.onGrowth { [evictor = fileSystem.evictor] in evictor.wake() }
+        fileSystem.evictor.wake(always: true)
+        fileSystem.pins.resume()
         if configuration.replicatesChanges {
             // A remount serves what the store knew: the changes made on the remote meanwhile come
             // first, for a while, so that the mount does not show the old state at first.
@@ -115,10 +120,18 @@ public final class FileSystem: FileSystemOperations {
             provider: provider, store: store, localFiles: localFiles, nodes: nodes, configuration: configuration,
             statistics: statistics, logger: logger)
         let uploader = self.uploader
+        let pins = PinDownloader(
+            store: store, lister: lister, cache: cache, fetcher: fetcher, localFiles: localFiles, logger: logger)
+        self.pins = pins
         self.replicator = ChangeReplicator(
             provider: provider, store: store, cache: cache, localFiles: localFiles, nodes: nodes, lister: lister,
             kernel: uploader.kernel, configuration: configuration, statistics: statistics, logger: logger,
-            wakeUploader: { uploader.wake() })
+            wakeUploader: { uploader.wake() }, changesApplied: { pins.resume() })
+        let openFiles = HandleTable<OpenFile>()
+        self.openFiles = openFiles
+        self.evictor = CacheEvictor(
+            bound: configuration.cacheSize ?? .max, cache: cache, store: store, localFiles: localFiles,
+            kernel: uploader.kernel, openFiles: openFiles, logger: logger)
     }
 
     /// What the engine has done since mount.
@@ -149,7 +162,9 @@ public final class FileSystem: FileSystemOperations {
     public func shutdown() async {
         await replicator.stop()
         await uploader.stop()
+        await pins.stop()
         await fetcher.drain()
+        do { try await cache.saveLastUsed() } catch { logger.error("cannot save the cache's order of use: \(error)") }
         await provider.invalidate()
     }
 
@@ -230,9 +245,8 @@ public final class FileSystem: FileSystemOperations {
             let file: OpenFile
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
                 file = try await self.openForWriting(record, flags: flags, readAhead: readAhead, context: context)
-            } else if self.localFiles.hasContent(record.inode) {
-                file = OpenFile(
-                    record: record, readAhead: readAhead, local: try await self.localFiles.open(record.inode))
+            } else if let local = try await self.localFiles.openExisting(record.inode) {
+                file = OpenFile(record: record, readAhead: readAhead, local: local)
             } else {
                 file = OpenFile(record: record, readAhead: readAhead)
                 // Holding the cached content from the start keeps this version's bytes readable
@@ -301,6 +315,7 @@ public final class FileSystem: FileSystemOperations {
     public func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws {
         guard let file = openFiles[handle.rawValue] else { return }
         openFiles.remove(handle.rawValue)
+        cache.touch(file.record.identifier)
         // The last handle of a version the remote replaced may have put that version's pages in
         // the page cache: they go, from a task of their own (never from inside this request).
         if let current = nodes.record(inode), !file.isOf(current),
@@ -399,6 +414,7 @@ public final class FileSystem: FileSystemOperations {
             ExtendedAttribute.state: try await state(of: record, localBytes: local),
             ExtendedAttribute.localBytes: String(local),
             ExtendedAttribute.identifier: item.identifier.rawValue,
+            ExtendedAttribute.pinned: try await store.isPinned(inode: record.inode) ? "1" : "0",
         ]
         if inode == .root, let control = configuration.controlSocketPath {
             attributes[ExtendedAttribute.control] = control
@@ -450,7 +466,7 @@ public final class FileSystem: FileSystemOperations {
         return record
     }
 
-    private func localBytes(of record: ItemRecord) -> UInt64 {
+    func localBytes(of record: ItemRecord) -> UInt64 {
         let item = record.item
         guard item.kind == .file else { return 0 }
         if localFiles.hasContent(record.inode) { return item.size }

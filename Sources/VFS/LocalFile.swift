@@ -10,10 +10,18 @@ import SystemPackage
 /// writes and lent to read replies; closed when the last user lets go.
 final class LocalFile: FileDescriptorOwner {
     let descriptor: FileDescriptor
+    /// Tells the folder that this user let go (it counts users, so eviction leaves them alone).
+    private let onClose: @Sendable () -> Void
 
-    init(descriptor: FileDescriptor) { self.descriptor = descriptor }
+    init(descriptor: FileDescriptor, onClose: @escaping @Sendable () -> Void = {}) {
+        self.descriptor = descriptor
+        self.onClose = onClose
+    }
 
-    deinit { try? descriptor.close() }
+    deinit {
+        try? descriptor.close()
+        onClose()
+    }
 
     var fileDescriptor: Int32 { descriptor.rawValue }
 

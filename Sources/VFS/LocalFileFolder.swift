@@ -12,17 +12,19 @@ import SystemPackage
 /// remote gives it an identifier. The uploader sends snapshots of these files (`uploads/`), so
 /// that writes during an upload do not change what is being sent.
 ///
-/// It also counts the handles open for writing, so that the uploader waits for the last close.
+/// It also counts the handles open for writing, so that the uploader waits for the last close, and
+/// every open descriptor of a content, so that eviction deletes only copies no one uses.
 final class LocalFileFolder: Sendable {
     let directory: FilePath
     let uploads: FilePath
 
-    /// Guards the inodes with local content, which of them are conflict copies, and the count of
-    /// writers of each.
+    /// Guards the inodes with local content, which of them are conflict copies, the count of
+    /// writers of each, and the count of open descriptors (`LocalFile`s) of each.
     private struct State {
         var items: Set<UInt64>
         var conflictCopies: Set<UInt64>
         var writers: [UInt64: Int] = [:]
+        var users: [UInt64: Int] = [:]
     }
     private let state: Mutex<State>
 
@@ -53,13 +55,74 @@ final class LocalFileFolder: Sendable {
     /// Opens the local content of `inode` for reading and writing; a missing file (an item
     /// created just before a crash) is created empty.
     func open(_ inode: UInt64) async throws -> LocalFile {
-        let path = path(of: inode)
-        let descriptor = try await BlockingIO.run {
-            try FileDescriptor.open(
-                path, .readWrite, options: [.create, .closeOnExec], permissions: [.ownerReadWrite])
+        state.withLock { state in
+            state.items.insert(inode)
+            state.users[inode, default: 0] += 1
         }
-        state.withLock { _ = $0.items.insert(inode) }
-        return LocalFile(descriptor: descriptor)
+        return try await openCounted(inode)
+    }
+
+    /// Opens the local content of `inode` if it has one (it may have been evicted an instant ago);
+    /// nil otherwise. Counted as a user from the check on, so eviction cannot slip in between.
+    func openExisting(_ inode: UInt64) async throws -> LocalFile? {
+        let exists = state.withLock { state -> Bool in
+            guard state.items.contains(inode) else { return false }
+            state.users[inode, default: 0] += 1
+            return true
+        }
+        return exists ? try await openCounted(inode) : nil
+    }
+
+    /// Opens the content of `inode`, already counted as a user; the count drops when the
+    /// `LocalFile` goes (or the open fails).
+    private func openCounted(_ inode: UInt64) async throws -> LocalFile {
+        let path = path(of: inode)
+        let release: @Sendable () -> Void = { [self] in
+            state.withLock { state in
+                let left = (state.users[inode] ?? 1) - 1
+                state.users[inode] = left > 0 ? left : nil
+            }
+        }
+        do {
+            let descriptor = try await BlockingIO.run {
+                try FileDescriptor.open(
+                    path, .readWrite, options: [.create, .closeOnExec], permissions: [.ownerReadWrite])
+            }
+            return LocalFile(descriptor: descriptor, onClose: release)
+        } catch {
+            release()
+            throw error
+        }
+    }
+
+    /// Forgets the local copy of `inode` and deletes it, unless it is open, written or a writer
+    /// waits: eviction of a copy whose changes are all on the remote. True when it went.
+    func evictIfUnused(_ inode: UInt64) async -> Bool {
+        let unused = state.withLock { state -> Bool in
+            guard state.users[inode] == nil, state.writers[inode] == nil, state.items.contains(inode) else {
+                return false
+            }
+            state.items.remove(inode)
+            state.conflictCopies.remove(inode)
+            return true
+        }
+        guard unused else { return false }
+        let path = path(of: inode)
+        _ = try? await BlockingIO.run { unlink(path.string) }
+        return true
+    }
+
+    /// Bytes of the local copy of `inode` on disk, and when it was last changed.
+    func usage(of inode: UInt64) async -> (bytes: UInt64, modified: Date)? {
+        let path = path(of: inode)
+        return try? await BlockingIO.run {
+            var status = stat()
+            guard stat(path.string, &status) == 0 else { throw Errno(rawValue: errno) }
+            return (
+                UInt64(status.st_blocks) * 512,
+                Date(timeIntervalSince1970: TimeInterval(status.st_mtim.tv_sec))
+            )
+        }
     }
 
     /// Makes `source` (the complete cached content) the local content of `inode`. The copy is

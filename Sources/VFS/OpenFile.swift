@@ -93,4 +93,7 @@ final class HandleTable<Value: Sendable>: Sendable {
     }
 
     var count: Int { state.withLock { $0.values.count } }
+
+    /// Every value held now.
+    var values: [Value] { state.withLock { Array($0.values.values) } }
 }

@@ -16,6 +16,9 @@ public struct VFSConfiguration: Sendable {
     public var pipelineDepth = 8
     /// At most this many journal entries are sent to the remote at once (1...128).
     public var uploadDepth = 4
+    /// The bound of the cache (block cache and clean local copies), in bytes; nil for none.
+    /// Clean, unpinned, unopened contents beyond it are evicted, least recently used first.
+    public var cacheSize: UInt64?
     /// Whether the mount asks the remote for its changes: at start, every `pollInterval` (never
     /// when nil) and on `fpfs signal` (DESIGN §5).
     public var replicatesChanges = true

@@ -1,6 +1,10 @@
 import Crypto
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where a mount keeps its state: the folder given with --cache-dir, or one derived from the
 /// remote's name, so that the same `fpfs mount` command finds the same cache again.
 enum CacheDirectory {
@@ -22,5 +26,12 @@ enum CacheDirectory {
         if inside.utf8.count < 100 { return inside }
         let digest = SHA256.hash(data: Data(directory.path.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
         return "/tmp/fpfs-\(getuid())-\(digest).sock"
+    }
+
+    /// The default cache bound: a tenth of the disk that holds the cache folder (at least 1 MiB).
+    static func defaultCacheSize(of directory: URL) -> UInt64 {
+        var disk = statvfs()
+        guard statvfs(directory.path, &disk) == 0 else { return 1 << 30 }
+        return max(UInt64(disk.f_blocks) * UInt64(disk.f_frsize) / 10, 1 << 20)
     }
 }

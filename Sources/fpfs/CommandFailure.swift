@@ -17,6 +17,16 @@ extension CommandFailure {
     }
 }
 
+extension CommandFailure {
+    /// Fails unless `value`, given with `option`, is a whole number of seconds in `range`.
+    static func checkSeconds(_ value: Int, of option: String, in range: ClosedRange<Int>) throws {
+        guard range.contains(value) else {
+            throw CommandFailure(
+                "\(option) must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound)")
+        }
+    }
+}
+
 /// stderr as a TextOutputStream.
 struct StandardError: TextOutputStream {
     mutating func write(_ string: String) {

@@ -23,6 +23,8 @@ struct Daemon {
     let blockSize: UInt64
     let pipelineDepth: Int
     let uploadDepth: Int
+    /// The cache bound in bytes; nil: a tenth of the disk holding the cache folder.
+    let cacheSize: UInt64?
     /// Seconds between asking the remote for changes; 0: only at mount and on `fpfs signal`.
     let pollInterval: Int
     let isReadOnly: Bool
@@ -72,6 +74,7 @@ struct Daemon {
         configuration.blockSize = blockSize
         configuration.pipelineDepth = pipelineDepth
         configuration.uploadDepth = uploadDepth
+        configuration.cacheSize = cacheSize ?? CacheDirectory.defaultCacheSize(of: cacheDirectory)
         configuration.pollInterval = pollInterval > 0 ? .seconds(pollInterval) : nil
         configuration.isReadOnly = isReadOnly
         configuration.trashesDeletions = trashesDeletions
@@ -113,7 +116,8 @@ struct Daemon {
                     fileSystem,
                     waitingAtMost: Int(signal.dropFirst("signal".count).trimmingCharacters(in: .whitespaces)) ?? 60)
             default:
-                return Data("{\"error\":\"unknown command\"}".utf8)
+                return CacheControl.answer(command, fileSystem: fileSystem)
+                    ?? Data("{\"error\":\"unknown command\"}".utf8)
             }
         }
         defer { control.stop() }
@@ -150,7 +154,8 @@ struct Daemon {
         }
         done.wait()
         return StatusReport(
-            context: context, statistics: fileSystem.statisticsSnapshot, uploads: queue.withLock { $0 }
+            context: context, statistics: fileSystem.statisticsSnapshot, uploads: queue.withLock { $0 },
+            cache: fileSystem.cacheUsage
         ).json()
     }
 

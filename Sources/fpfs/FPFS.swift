@@ -8,6 +8,7 @@ struct FPFS: AsyncParsableCommand {
         abstract: "Show a remote as a directory; fetch file contents only when something reads them.",
         subcommands: [
             MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self, SignalCommand.self,
+            PinCommand.self, UnpinCommand.self, EvictCommand.self,
         ]
     )
 }

@@ -40,6 +40,9 @@ struct MountCommand: AsyncParsableCommand {
     @Option(help: "At most this many local changes sent to the remote at once (1...128).")
     var uploadDepth = 4
 
+    @Option(help: "The most the cache may hold, as bytes or with KiB/MiB/GiB (default: a tenth of its disk).")
+    var cacheSize: String?
+
     @Option(help: "Seconds between asking the remote for its changes (0: only at mount and on 'fpfs signal'; ≤ 86400).")
     var pollInterval = 30
 
@@ -79,6 +82,7 @@ struct MountCommand: AsyncParsableCommand {
                 throw CommandFailure("--poll-interval must be a whole number of seconds from 0 (off) to 86400")
             }
             let blockSize = try Self.parseBlockSize(self.blockSize)
+            let cacheSize = try self.cacheSize.map(Self.parseCacheSize)
             let remote = try Remote(parsing: self.remote, user: user)
             let cacheDirectory =
                 cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
@@ -99,7 +103,7 @@ struct MountCommand: AsyncParsableCommand {
                 let daemon = Daemon(
                     remote: remote, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                     remoteTimeout: .seconds(remoteTimeout), blockSize: blockSize, pipelineDepth: pipelineDepth,
-                    uploadDepth: uploadDepth, pollInterval: pollInterval, isReadOnly: readOnly,
+                    uploadDepth: uploadDepth, cacheSize: cacheSize, pollInterval: pollInterval, isReadOnly: readOnly,
                     trashesDeletions: trash, links: links,
                     nonMaterializing: nonMaterializingNames,
                     faultSpec: injectFaults, readyFD: readyFd)
@@ -113,6 +117,7 @@ struct MountCommand: AsyncParsableCommand {
                     "--ready-fd", "3",
                 ]
                 if readOnly { arguments.append("--read-only") }
+                if let cacheSize = self.cacheSize { arguments += ["--cache-size", cacheSize] }
                 if trash { arguments.append("--trash") }
                 if links { arguments.append("--links") }
                 if let nonMaterializing { arguments += ["--non-materializing", nonMaterializing] }
@@ -135,6 +140,15 @@ struct MountCommand: AsyncParsableCommand {
             nonMaterializing.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
                 !$0.isEmpty
             })
+    }
+
+    /// At least 1 MiB, written as bytes or with KiB/MiB/GiB.
+    static func parseCacheSize(_ text: String) throws -> UInt64 {
+        let message = "--cache-size must be a size of at least 1MiB (e.g. 104857600, 100MiB, 5GiB), not '\(text)'"
+        guard let size = try? Remote.parseByteCount(text, option: "cache size"), size >= 1 << 20 else {
+            throw CommandFailure(message)
+        }
+        return size
     }
 
     /// A power of two from 4 KiB to 64 MiB, written as bytes or with KiB/MiB.

@@ -32,6 +32,8 @@ struct StatusReport: Codable {
     var blocked: [String: Int]
     /// Local changes not yet on the remote.
     var uploads: UploadQueue
+    /// What the cache holds against its bound.
+    var cache: CacheUsage
     /// Local changes sent since mount.
     var sent: StatisticsSnapshot.Uploads
     /// Rounds of remote changes since mount.
@@ -41,7 +43,7 @@ struct StatusReport: Codable {
     /// When the report was made (seconds since 1970), for rates between two reports.
     var time: Double
 
-    init(context: Context, statistics: StatisticsSnapshot, uploads: UploadQueue) {
+    init(context: Context, statistics: StatisticsSnapshot, uploads: UploadQueue, cache: CacheUsage) {
         self.pid = getpid()
         self.remote = context.remote
         self.mountpoint = context.mountpoint
@@ -55,6 +57,7 @@ struct StatusReport: Codable {
         self.downloads = statistics.downloads
         self.blocked = statistics.blocked
         self.uploads = uploads
+        self.cache = cache
         self.sent = statistics.uploads
         self.replication = statistics.replication
         self.errors = statistics.errors
@@ -88,6 +91,8 @@ struct StatusReport: Codable {
             "  reads:      \(reads.fromCache) from local bytes (\(reads.blocksFromCache) blocks), "
                 + "\(reads.waited) waited for the remote",
             "  listings:   \(listings.directories) directories, \(listings.pages) pages",
+            "  cached:     \(Self.bytes(cache.bytes))"
+                + (cache.bound.map { " of at most \(Self.bytes($0)) (--cache-size)" } ?? ""),
             "  changes:    \(replication.rounds) rounds asked the remote, \(replication.changes) changes applied"
                 + (replication.lastError.map { "; last round failed: \($0)" } ?? ""),
             "  uploads:    \(uploads.pending) changes waiting for the remote (\(Self.bytes(uploads.bytes)))"
@@ -128,13 +133,17 @@ struct StatusReport: Codable {
     }
 
     private static func progressBar(_ download: StatisticsSnapshot.Download) -> String {
-        let width = 30
-        let fraction = download.length == 0 ? 1 : min(1, Double(download.received) / Double(download.length))
-        let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let percent = Int(fraction * 100)
-        return "[\(bar)] \(String(percent).leftPadded(to: 3))% \(download.name) "
+        let fraction = download.length == 0 ? 1 : Double(download.received) / Double(download.length)
+        return bar(fraction) + " \(download.name) "
             + "(\(bytes(download.received)) of \(bytes(download.length)) at offset \(bytes(download.offset)))"
+    }
+
+    /// `[#####-----]  50%`: a bar of `width` characters and the percentage.
+    static func bar(_ fraction: Double, width: Int = 30) -> String {
+        let clamped = max(0, min(1, fraction))
+        let filled = Int(clamped * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        return "[\(bar)] \(String(Int(clamped * 100)).leftPadded(to: 3))%"
     }
 
     /// Bytes in the largest binary unit that keeps a number of at least 1.

@@ -16,9 +16,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            guard (1...86400).contains(timeout) else {
-                throw CommandFailure("--timeout must be a whole number of seconds from 1 to 86400")
-            }
+            try CommandFailure.checkSeconds(timeout, of: "--timeout", in: 1...86400)
             let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
             let deadline = ContinuousClock.now + .seconds(timeout)
             // The first request retries waiting changes at once instead of after their backoff.

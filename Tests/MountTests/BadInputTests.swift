@@ -22,6 +22,8 @@ extension MountTests {
             case remoteTimeoutZero = "--remote-timeout 0"
             case uploadDepthZero = "--upload-depth 0"
             case uploadDepthTooLarge = "--upload-depth 129"
+            case cacheSizeZero = "--cache-size 0"
+            case cacheSizeNotSize = "--cache-size abc"
 
             var description: String { rawValue }
         }
@@ -54,7 +56,7 @@ extension MountTests {
                 names = ["no-such-option"]
             case .blockSizeNotPowerOfTwo, .blockSizeTooSmall, .blockSizeTooLarge, .pipelineDepthZero,
                 .pipelineDepthTooLarge, .pipelineDepthNotNumber, .remoteTimeoutZero, .uploadDepthZero,
-                .uploadDepthTooLarge:
+                .uploadDepthTooLarge, .cacheSizeZero, .cacheSizeNotSize:
                 options = bad.rawValue.split(separator: " ").map(String.init)
                 names = [options[0]]
             }

@@ -18,7 +18,7 @@ struct VFSHarness {
     static func make(
         provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5),
         pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false,
-        replicatesChanges: Bool = false
+        replicatesChanges: Bool = false, cacheSize: UInt64? = nil
     ) async throws -> VFSHarness {
         let directory =
             directory
@@ -32,6 +32,7 @@ struct VFSHarness {
         configuration.pipelineDepth = pipelineDepth
         configuration.nonMaterializingProcesses = nonMaterializing
         configuration.isReadOnly = readOnly
+        configuration.cacheSize = cacheSize
         configuration.replicatesChanges = replicatesChanges
         configuration.pollInterval = nil
         let fileSystem = try await FileSystem.start(

@@ -15,9 +15,16 @@ struct MountStatus: Decodable, Sendable {
         var failing: Int
     }
 
+    /// What the cache holds against its bound.
+    struct Cache: Decodable, Sendable {
+        var bytes: Int
+        var bound: Int?
+    }
+
     var pid: Int32
     var fetches: Fetches
     var uploads: Uploads
     /// Reads refused to non-materializing processes, by process name.
     var blocked: [String: Int]
+    var cache: Cache
 }

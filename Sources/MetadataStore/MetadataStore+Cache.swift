@@ -1,0 +1,150 @@
+// Pins and the bookkeeping of the bounded cache (DESIGN §5).
+//
+// A pin is a row per inode. Inheritance is kept by the database itself: triggers pin an item that
+// is stored, or moved, under a pinned folder, whoever stores it (a listing, a local creation, a
+// change from the remote). So "pinned" is a plain lookup, never a walk up the tree.
+
+import FileProviderKit
+import Foundation
+import GRDB
+
+extension MetadataStore {
+    static func registerCacheMigration(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v3-cache") { db in
+            let underPinnedParent = """
+                EXISTS (SELECT 1 FROM pinned JOIN item AS parent ON parent.inode = pinned.inode
+                        WHERE parent.identifier = NEW.parentIdentifier AND parent.inode != NEW.inode)
+                """
+            try db.execute(
+                sql: """
+                    CREATE TABLE pinned (inode INTEGER PRIMARY KEY);
+                    CREATE TRIGGER pinned_inherited_by_new_items AFTER INSERT ON item
+                    WHEN \(underPinnedParent)
+                    BEGIN INSERT OR IGNORE INTO pinned (inode) VALUES (NEW.inode); END;
+                    CREATE TRIGGER pinned_inherited_by_moved_items AFTER UPDATE OF parentIdentifier ON item
+                    WHEN \(underPinnedParent)
+                    BEGIN INSERT OR IGNORE INTO pinned (inode) VALUES (NEW.inode); END;
+                    CREATE TRIGGER pinned_forgotten_with_items AFTER DELETE ON item
+                    BEGIN DELETE FROM pinned WHERE inode = OLD.inode; END;
+                    """)
+        }
+    }
+
+    /// The inode and every item below it that the store knows (a recursive walk of parents).
+    private static let subtree = """
+        WITH RECURSIVE tree(inode, identifier, path) AS (
+          SELECT inode, identifier, CAST('' AS BLOB) FROM item WHERE inode = ?
+          UNION ALL
+          SELECT item.inode, item.identifier,
+                 CASE WHEN tree.path = CAST('' AS BLOB) THEN item.filename
+                      ELSE tree.path || CAST('/' AS BLOB) || item.filename END
+          FROM item JOIN tree ON item.parentIdentifier = tree.identifier AND item.inode != tree.inode)
+        """
+
+    // MARK: Pins
+
+    /// Pins `inode` and every item below it the store knows; items stored below it later are
+    /// pinned as they arrive.
+    public func pin(inode: UInt64) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: Self.subtree + " INSERT OR IGNORE INTO pinned (inode) SELECT inode FROM tree",
+                arguments: [Int64(inode)])
+        }
+    }
+
+    /// Unpins `inode` and everything below it.
+    public func unpin(inode: UInt64) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: Self.subtree + " DELETE FROM pinned WHERE inode IN (SELECT inode FROM tree)",
+                arguments: [Int64(inode)])
+        }
+    }
+
+    public func isPinned(inode: UInt64) async throws -> Bool {
+        try await writer.read { db in
+            try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM pinned WHERE inode = ?)", arguments: [Int64(inode)]) ?? false
+        }
+    }
+
+    /// The identifiers of every pinned item (what eviction must keep).
+    public func pinnedIdentifiers() async throws -> Set<ItemIdentifier> {
+        try await writer.read { db in
+            let identifiers = try String.fetchAll(
+                db, sql: "SELECT item.identifier FROM pinned JOIN item USING (inode)")
+            return Set(identifiers.map { ItemIdentifier($0) })
+        }
+    }
+
+    /// Pinned items whose parent is not pinned: where the downloads of pins start again.
+    public func pinnedRoots() async throws -> [UInt64] {
+        try await writer.read { db in
+            try Int64.fetchAll(
+                db,
+                sql: """
+                    SELECT item.inode FROM pinned JOIN item USING (inode)
+                    WHERE item.inode = 1 OR NOT EXISTS (
+                      SELECT 1 FROM pinned AS p JOIN item AS parent ON parent.inode = p.inode
+                      WHERE parent.identifier = item.parentIdentifier)
+                    """
+            ).map(UInt64.init)
+        }
+    }
+
+    /// `inode` and every item below it that the store knows, each with its path relative to
+    /// `inode` (empty for `inode` itself, bytes joined with `/`).
+    public func subtree(of inode: UInt64) async throws -> [(record: ItemRecord, path: [UInt8])] {
+        try await writer.read { db in
+            try Row.fetchAll(
+                db,
+                sql: Self.subtree
+                    + " SELECT item.*, tree.path AS treePath FROM tree JOIN item USING (inode) ORDER BY tree.path",
+                arguments: [Int64(inode)]
+            ).map { row in (try ItemRecord(row: row), Array(row["treePath"] as Data? ?? Data())) }
+        }
+    }
+
+    // MARK: Clean local copies
+
+    /// Files whose content lives in the local folder and has nothing left to send: eviction may
+    /// delete these copies, since the remote has the same bytes.
+    public func cleanLocalContents() async throws -> [ItemRecord] {
+        try await writer.read { db in
+            try ItemRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT item.* FROM localContent JOIN item USING (inode)
+                    WHERE NOT EXISTS (SELECT 1 FROM pendingChange WHERE pendingChange.inode = localContent.inode)
+                    """)
+        }
+    }
+
+    /// Forgets that `inode`'s content is local, unless a change of it waits to be sent; true when
+    /// forgotten.
+    public func forgetCleanLocalContent(inode: UInt64) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM localContent WHERE inode = ?
+                    AND NOT EXISTS (SELECT 1 FROM pendingChange WHERE pendingChange.inode = localContent.inode)
+                    """, arguments: [Int64(inode)])
+            return db.changesCount > 0
+        }
+    }
+
+    // MARK: Use of cached contents
+
+    /// Records when cache files were last used, so that the order of eviction survives a remount.
+    public func saveLastUsed(_ times: [Int64: Date]) async throws {
+        guard !times.isEmpty else { return }
+        try await writer.write { db in
+            for (fileNumber, time) in times {
+                try db.execute(
+                    sql: "UPDATE content SET lastUsed = ? WHERE fileNumber = ?",
+                    arguments: [time.timeIntervalSince1970, fileNumber])
+            }
+        }
+    }
+}

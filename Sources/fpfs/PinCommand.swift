@@ -1,0 +1,116 @@
+import ArgumentParser
+import Foundation
+import VFS
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `fpfs pin PATH…`: pins files and folders (recursively; new children inherit the pin) and waits
+/// until all of it is local, showing a progress bar on a terminal and plain lines otherwise.
+struct PinCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin", abstract: "Download files and folders (recursively) and keep them local.",
+        discussion: """
+            The daemon downloads in the background; this command shows the progress and returns once \
+            everything is local. It fails, naming the file, when a download fails (the remote is \
+            unreachable, for instance) or nothing arrives for --timeout seconds. The pin stays either \
+            way: the daemon keeps what it has and tries again at the next mount.
+            """)
+
+    @Argument(help: "Files or folders in an fpfs mount.")
+    var paths: [String]
+
+    @Option(help: "Seconds without progress before giving up (1...86400).")
+    var timeout = 120
+
+    func run() async throws {
+        do {
+            try CommandFailure.checkSeconds(timeout, of: "--timeout", in: 1...86400)
+            let targets = try paths.map(MountedPath.init)
+            _ = try MountedPath.send("pin", for: targets)
+            try await wait(for: targets)
+        } catch let failure as CommandFailure {
+            throw CommandFailure.exit(failure.message)
+        }
+    }
+
+    private func wait(for targets: [MountedPath]) async throws {
+        let isTerminal = isatty(STDOUT_FILENO) == 1
+        let start = ContinuousClock.now
+        var lastProgress = (bytes: UInt64(0), time: start)
+        var firstBytes: UInt64?
+        var lastLine = start - .seconds(60)
+        while true {
+            var total = PinProgress()
+            var failures: [String] = []
+            for (group, answer) in try MountedPath.send("pin-status", for: targets) {
+                for (target, progress) in zip(group, try JSONDecoder().decode([PinProgress].self, from: answer)) {
+                    total.files += progress.files
+                    total.localFiles += progress.localFiles
+                    total.bytes += progress.bytes
+                    total.localBytes += progress.localBytes
+                    total.downloading = total.downloading || progress.downloading
+                    if !progress.downloading, let error = progress.error { failures.append("\(target.path): \(error)") }
+                }
+            }
+            let now = ContinuousClock.now
+            let startBytes = firstBytes ?? total.localBytes
+            firstBytes = startBytes
+            let seconds = Double((now - start).components.seconds) + Double((now - start).components.attoseconds) / 1e18
+            let rate = seconds > 0 ? Double(total.localBytes - min(total.localBytes, startBytes)) / seconds : 0
+            let line = Self.describe(total, rate: rate)
+            let done = !total.downloading
+            if isTerminal {
+                print("\r\u{1B}[K" + line, terminator: done ? "\n" : "")
+                fflush(nil)
+            } else if done || now - lastLine >= .seconds(2) {
+                print(line)
+                lastLine = now
+            }
+            if done {
+                if !failures.isEmpty { throw CommandFailure("cannot pin " + failures.joined(separator: "; ")) }
+                guard total.localFiles == total.files else {
+                    throw CommandFailure(
+                        "\(total.files - total.localFiles) pinned files are not local; see fpfs status")
+                }
+                return
+            }
+            if total.localBytes > lastProgress.bytes {
+                lastProgress = (total.localBytes, now)
+            } else if now - lastProgress.time > .seconds(timeout) {
+                throw CommandFailure(
+                    "pinning made no progress for \(timeout) s (\(total.localFiles) of \(total.files) files local); "
+                        + "the daemon keeps trying, see fpfs status")
+            }
+            try await Task.sleep(for: .milliseconds(isTerminal ? 200 : 250))
+        }
+    }
+
+    private static func describe(_ progress: PinProgress, rate: Double) -> String {
+        // Before the listing of a pinned folder arrives there is nothing to count yet: 0%, not 100%.
+        let fraction =
+            progress.bytes == 0
+            ? (progress.downloading ? 0 : 1) : Double(progress.localBytes) / Double(progress.bytes)
+        return StatusReport.bar(fraction)
+            + " \(StatusReport.bytes(progress.localBytes)) of \(StatusReport.bytes(progress.bytes)) local, "
+            + "\(progress.localFiles) of \(progress.files) files, \(StatusReport.bytes(UInt64(rate)))/s"
+    }
+}
+
+/// `fpfs unpin PATH…`: the files stay until eviction needs their room.
+struct UnpinCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unpin", abstract: "Let eviction free files and folders (recursively) again.")
+
+    @Argument(help: "Files or folders in an fpfs mount.")
+    var paths: [String]
+
+    func run() async throws {
+        do {
+            _ = try MountedPath.send("unpin", for: try paths.map(MountedPath.init))
+        } catch let failure as CommandFailure {
+            throw CommandFailure.exit(failure.message)
+        }
+    }
+}

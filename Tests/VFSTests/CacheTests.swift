@@ -1,0 +1,121 @@
+import FileProviderKit
+import Foundation
+import FuseKit
+import ProviderTesting
+import Testing
+import VFS
+
+@Suite("VFS cache: the bound, pins and eviction")
+struct CacheTests {
+    private static let megabyte = 1 << 20
+
+    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    /// Waits until `condition` holds, or records a failure after `limit`.
+    private func eventually(
+        _ what: String, limit: Duration = .seconds(10), _ condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + limit
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("\(what) did not happen within \(limit)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    private func localBytes(_ vfs: VFSHarness, _ path: String) async throws -> Int {
+        Int(try await vfs.xattr(try await vfs.resolve(path).inode, "user.fpfs.local_bytes")) ?? -1
+    }
+
+    @Test func readingPastTheBoundEvictsTheLeastRecentlyUsedAndKeepsPins() async throws {
+        let remote = InMemoryProvider()
+        _ = try remote.addDirectory(path: "keep")
+        _ = try remote.addFile(path: "keep/pinned.bin", contents: Array(repeating: 7, count: Self.megabyte))
+        for index in 0..<6 {
+            _ = try remote.addFile(path: "f\(index)", contents: Array(repeating: UInt8(index), count: Self.megabyte))
+        }
+        let vfs = try await VFSHarness.make(provider: remote, cacheSize: 3 * UInt64(Self.megabyte))
+        let keep = try await vfs.resolve("keep").inode
+        try await vfs.fileSystem.setxattr(
+            inode: keep, name: "user.fpfs.pinned", value: bytes("1"), flags: 0, context: vfs.context)
+        try await eventually("the pinned folder's download") {
+            try await localBytes(vfs, "keep/pinned.bin") == Self.megabyte
+        }
+        for index in 0..<6 {
+            let file = try await vfs.resolve("f\(index)").inode
+            #expect(try await vfs.readAll(file) == Array(repeating: UInt8(index), count: Self.megabyte))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await eventually("eviction down to the bound") {
+            var total = try await localBytes(vfs, "keep/pinned.bin")
+            for index in 0..<6 { total += try await localBytes(vfs, "f\(index)") }
+            return total <= 3 * Self.megabyte
+        }
+        #expect(try await localBytes(vfs, "keep/pinned.bin") == Self.megabyte, "the pinned file was evicted")
+        #expect(try await localBytes(vfs, "f0") == 0, "the least recently used file stayed")
+        #expect(try await localBytes(vfs, "f5") == Self.megabyte, "the file read last was evicted")
+
+        // A child made later in the pinned folder inherits the pin; an unpinned file shows 0.
+        let new = try await vfs.writeFile("keep/new.txt", bytes("new\n"))
+        #expect(try await vfs.xattr(new, "user.fpfs.pinned") == "1")
+        #expect(try await vfs.xattr(try await vfs.resolve("f5").inode, "user.fpfs.pinned") == "0")
+    }
+
+    @Test func evictFreesCleanCopiesAndRefusesDirtyAndPinnedOnes() async throws {
+        let remote = InMemoryProvider()
+        _ = try remote.addFile(path: "clean.txt", text: "clean\n")
+        let provider = try FaultInjector(spec: "error=serverUnreachable:create:dirty.txt").wrap(remote)
+        let vfs = try await VFSHarness.make(provider: provider)
+        let clean = try await vfs.resolve("clean.txt").inode
+        #expect(try await vfs.readAll(clean) == bytes("clean\n"))
+        #expect(try await vfs.xattr(clean, "user.fpfs.state") == "local")
+        try await Task.sleep(for: .milliseconds(50))  // the handle's release runs in a task of its own
+        let outcome = try await vfs.fileSystem.evict(clean.rawValue)
+        #expect(outcome.evicted == 1 && outcome.refused.isEmpty)
+        #expect(try await vfs.xattr(clean, "user.fpfs.state") == "cloud")
+
+        // Written here and uploaded: the local copy is clean, so eviction may delete it, and the
+        // file then reads the same bytes from the remote.
+        let written = try await vfs.writeFile("written.txt", bytes("written here\n"))
+        try await eventually("the upload of written.txt") { remote.item(atPath: "written.txt") != nil }
+        try await vfs.waitForUploads(limit: .seconds(2))
+        let freed = try await vfs.fileSystem.evict(written.rawValue)
+        #expect(freed.evicted == 1 && freed.refused.isEmpty, "\(freed)")
+        #expect(try await vfs.xattr(written, "user.fpfs.state") == "cloud")
+        #expect(try await vfs.readAll(written) == bytes("written here\n"))
+
+        let dirty = try await vfs.writeFile("dirty.txt", bytes("not on the remote\n"))
+        let refused = try await vfs.fileSystem.evict(dirty.rawValue)
+        #expect(refused.refused.first?.reason == "has changes not yet on the remote")
+        #expect(try await vfs.readAll(dirty) == bytes("not on the remote\n"))
+
+        try await vfs.fileSystem.pin(clean.rawValue)
+        try await eventually("the pinned file's download") {
+            try await vfs.xattr(clean, "user.fpfs.state") == "local"
+        }
+        #expect(try await vfs.fileSystem.evict(clean.rawValue).refused.first?.reason.contains("pinned") == true)
+        try await vfs.fileSystem.unpin(clean.rawValue)
+        #expect(try await vfs.fileSystem.evict(clean.rawValue).evicted == 1)
+    }
+
+    @Test func aFileThatAppearsOnTheRemoteInAPinnedFolderIsDownloaded() async throws {
+        let remote = InMemoryProvider()
+        _ = try remote.addDirectory(path: "keep")
+        _ = try remote.addFile(path: "keep/first.txt", text: "first\n")
+        let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
+        let keep = try await vfs.resolve("keep").inode
+        try await vfs.fileSystem.pin(keep.rawValue)
+        try await eventually("the pinned folder's download") {
+            try await vfs.fileSystem.pinProgress(keep.rawValue).localFiles == 1
+        }
+        _ = try remote.addFile(path: "keep/later.txt", text: "later\n")
+        _ = try await vfs.fileSystem.replicateChangesNow()
+        try await eventually("the download of the file that appeared later") {
+            let progress = try await vfs.fileSystem.pinProgress(keep.rawValue)
+            return progress.files == 2 && progress.localFiles == 2
+        }
+        #expect(try await vfs.xattr(try await vfs.resolve("keep/later.txt").inode, "user.fpfs.pinned") == "1")
+    }
+}
