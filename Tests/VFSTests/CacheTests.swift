@@ -9,8 +9,6 @@ import VFS
 struct CacheTests {
     private static let megabyte = 1 << 20
 
-    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
-
     /// Waits until `condition` holds, or records a failure after `limit`.
     private func eventually(
         _ what: String, limit: Duration = .seconds(10), _ condition: () async throws -> Bool

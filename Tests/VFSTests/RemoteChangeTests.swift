@@ -9,16 +9,6 @@ import VFS
 /// the remote's, and an expired anchor is a full comparison, not an error (DESIGN §5).
 @Suite("VFS remote changes")
 struct RemoteChangeTests {
-    private func makeRemote() throws -> InMemoryProvider {
-        let remote = InMemoryProvider()
-        _ = try remote.addDirectory(path: "docs")
-        _ = try remote.addFile(path: "docs/readme.txt", text: "hello\n")
-        _ = try remote.addFile(path: "docs/other.txt", text: "other\n")
-        return remote
-    }
-
-    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
-
     /// Opens `inode` for writing and writes `text`, leaving the handle open (so no upload starts).
     private func beginWriting(_ vfs: VFSHarness, _ inode: InodeNumber, _ text: String) async throws
         -> FuseKit.FileHandle
@@ -30,7 +20,7 @@ struct RemoteChangeTests {
     }
 
     @Test func aFileChangedHereAndThereKeepsBoth() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
         let readme = try await vfs.resolve("docs/readme.txt").inode
         #expect(try await vfs.readAll(readme) == bytes("hello\n"))
@@ -53,7 +43,7 @@ struct RemoteChangeTests {
     }
 
     @Test func aFolderDeletedRemotelyKeepsWhatWasWrittenInIt() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
         let docs = try await vfs.resolve("docs").inode
         let (entry, opened) = try await vfs.fileSystem.create(
@@ -74,7 +64,7 @@ struct RemoteChangeTests {
     }
 
     @Test func anExpiredAnchorComparesEverything() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
         #expect(try await vfs.list(try await vfs.resolve("docs").inode) == [".", "..", "other.txt", "readme.txt"])
         _ = try await vfs.fileSystem.replicateChangesNow()
@@ -93,7 +83,7 @@ struct RemoteChangeTests {
     }
 
     @Test func aFolderListedBeforeTheFirstAnchorStaysListableOffline() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let injector = FaultInjector()
         // The first round takes its anchor after the folders below were listed, so it marks them
         // to be listed again; offline, their last listing must still serve.

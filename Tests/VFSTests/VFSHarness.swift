@@ -4,6 +4,7 @@ import Foundation
 import FuseKit
 import Logging
 import MetadataStore
+import ProviderTesting
 import SystemPackage
 import Testing
 import VFS
@@ -149,3 +150,18 @@ extension FileSystem {
         return Entry(attributes: root.attributes, attributeTimeout: root.timeout, entryTimeout: root.timeout)
     }
 }
+
+extension InMemoryProvider {
+    /// A remote with `docs/readme.txt` ("hello") and `docs/other.txt` ("other"), for the write
+    /// and remote-change tests.
+    static func docs() throws -> InMemoryProvider {
+        let remote = InMemoryProvider()
+        _ = try remote.addDirectory(path: "docs")
+        _ = try remote.addFile(path: "docs/readme.txt", text: "hello\n")
+        _ = try remote.addFile(path: "docs/other.txt", text: "other\n")
+        return remote
+    }
+}
+
+/// Text as bytes, as the filesystem's calls take names and contents.
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

@@ -8,18 +8,8 @@ import VFS
 
 @Suite("VFS writes: local first, journalled, replayed by the uploader")
 struct WriteTests {
-    private func makeRemote() throws -> InMemoryProvider {
-        let remote = InMemoryProvider()
-        _ = try remote.addDirectory(path: "docs")
-        _ = try remote.addFile(path: "docs/readme.txt", text: "hello\n")
-        _ = try remote.addFile(path: "docs/other.txt", text: "other\n")
-        return remote
-    }
-
-    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
-
     @Test func createdItemsReachTheRemoteAndKeepTheirInodes() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
         let folder = try await vfs.fileSystem.mkdir(
             parent: .root, name: bytes("new"), mode: 0o750, context: vfs.context)
@@ -37,7 +27,7 @@ struct WriteTests {
     }
 
     @Test func editsRenamesAndDeletionsReachTheRemote() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
         let readme = try await vfs.resolve("docs/readme.txt").inode
         try await vfs.overwrite(readme, bytes("changed\n"))
@@ -56,7 +46,7 @@ struct WriteTests {
     }
 
     @Test func renameOverAnExistingNameReplacesItUnlessNoReplace() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
         let docs = try await vfs.resolve("docs").inode
         await #expect(throws: Errno.fileExists) {
@@ -79,7 +69,7 @@ struct WriteTests {
     }
 
     @Test func refusals() async throws {
-        let vfs = try await VFSHarness.make(provider: try makeRemote())
+        let vfs = try await VFSHarness.make(provider: try InMemoryProvider.docs())
         await #expect(throws: Errno.directoryNotEmpty) {
             try await vfs.fileSystem.rmdir(parent: .root, name: Array("docs".utf8), context: vfs.context)
         }
@@ -98,7 +88,7 @@ struct WriteTests {
     }
 
     @Test func changesWaitWhileTheRemoteIsUnreachableAndSurviveARestart() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let injector = FaultInjector()
         let down = injector.add(FaultRule(.error(.serverUnreachable(reason: "test")), on: .create))
         let first = try await VFSHarness.make(provider: injector.wrap(remote))
@@ -118,7 +108,7 @@ struct WriteTests {
     }
 
     @Test func aRemoteChangeMeetsALocalEditAsTwoFiles() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
         let readme = try await vfs.resolve("docs/readme.txt").inode
         _ = try await vfs.readAll(readme)
@@ -141,7 +131,7 @@ struct WriteTests {
     }
 
     @Test func truncateAndPartialWritesKeepTheRestOfTheFile() async throws {
-        let remote = try makeRemote()
+        let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
         let readme = try await vfs.resolve("docs/readme.txt").inode
         let opened = try await vfs.fileSystem.open(inode: readme, flags: O_RDWR, context: vfs.context)
@@ -158,7 +148,7 @@ struct WriteTests {
     }
 
     @Test func userAttributesAreKeptAndTheEnginesIgnored() async throws {
-        let vfs = try await VFSHarness.make(provider: try makeRemote())
+        let vfs = try await VFSHarness.make(provider: try InMemoryProvider.docs())
         let readme = try await vfs.resolve("docs/readme.txt").inode
         let fs = vfs.fileSystem
         try await fs.setxattr(inode: readme, name: "user.tag", value: bytes("red"), flags: 0, context: vfs.context)
@@ -182,7 +172,7 @@ struct WriteTests {
     }
 
     @Test func aChangeFinishesWhenItsCallerIsInterrupted() async throws {
-        let vfs = try await VFSHarness.make(provider: try makeRemote())
+        let vfs = try await VFSHarness.make(provider: try InMemoryProvider.docs())
         let context = vfs.context
         let fs = vfs.fileSystem
         // The kernel's INTERRUPT cancels the request's task; the change must still be made and
