@@ -78,6 +78,17 @@ extension MetadataStore {
         }
     }
 
+    /// The bytes of the pinned files the store knows (what pins keep on this machine).
+    public func pinnedBytes() async throws -> UInt64 {
+        try await writer.read { db in
+            let total = try Int64.fetchOne(
+                db,
+                sql: "SELECT COALESCE(SUM(item.size), 0) FROM pinned JOIN item USING (inode) WHERE item.kind = ?",
+                arguments: [Int64(ItemKind.file.rawValue)])
+            return UInt64(total ?? 0)
+        }
+    }
+
     /// Pinned items whose parent is not pinned: where the downloads of pins start again.
     public func pinnedRoots() async throws -> [UInt64] {
         try await writer.read { db in

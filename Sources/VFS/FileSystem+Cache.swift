@@ -28,6 +28,14 @@ public struct PinProgress: Codable, Sendable {
 public struct CacheUsage: Codable, Sendable {
     public var bytes: UInt64
     public var bound: UInt64?
+    /// The size of the pinned files (kept through eviction), when known.
+    public var pinned: UInt64?
+
+    public init(bytes: UInt64, bound: UInt64?, pinned: UInt64?) {
+        self.bytes = bytes
+        self.bound = bound
+        self.pinned = pinned
+    }
 }
 
 /// What `fpfs evict` did: bytes freed, and the files it refused, with the reason.
@@ -54,9 +62,12 @@ extension FileSystem {
         try await store.unpin(inode: inode)
     }
 
-    /// What the cache holds against its bound (DECISIONS 58), for `fpfs status`.
-    public var cacheUsage: CacheUsage {
-        CacheUsage(bytes: cache.cachedBytes + evictor.cleanLocalBytes, bound: configuration.cacheSize)
+    /// What the cache holds against its bound (DECISIONS 58), and the pinned files' size, for
+    /// `fpfs status`.
+    public func cacheUsage() async throws -> CacheUsage {
+        CacheUsage(
+            bytes: cache.cachedBytes + evictor.cleanLocalBytes, bound: configuration.cacheSize,
+            pinned: try await store.pinnedBytes())
     }
 
     /// `setfattr -n user.fpfs.pinned -v 1|0`.

@@ -60,6 +60,13 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
     /// How many problems `errors` keeps.
     public static let problemsKept = 10
 
+    /// One upload of contents in flight: which file, how many bytes, how many have left.
+    public struct Upload: Sendable, Codable, Hashable {
+        public var name: String
+        public var length: UInt64
+        public var sent: UInt64
+    }
+
     public var fetches = Fetches()
     public var reads = Reads()
     public var listings = Listings()
@@ -68,6 +75,7 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
     /// The latest problems, oldest first.
     public var errors: [Problem] = []
     public var downloads: [Download] = []
+    public var uploading: [Upload] = []
     /// Reads refused to non-materializing processes, by process name.
     public var blocked: [String: Int] = [:]
 }
@@ -78,6 +86,8 @@ final class Statistics: Sendable {
         var snapshot = StatisticsSnapshot()
         var downloads: [UInt64: StatisticsSnapshot.Download] = [:]
         var nextDownload: UInt64 = 0
+        var uploading: [UInt64: StatisticsSnapshot.Upload] = [:]
+        var nextUpload: UInt64 = 0
     }
     /// Guards every counter.
     private let state = Mutex(State())
@@ -86,11 +96,41 @@ final class Statistics: Sendable {
         state.withLock { state in
             var snapshot = state.snapshot
             snapshot.downloads = state.downloads.sorted { $0.key < $1.key }.map(\.value)
+            snapshot.uploading = state.uploading.sorted { $0.key < $1.key }.map(\.value)
             return snapshot
         }
     }
 
     func update(_ body: (inout StatisticsSnapshot) -> Void) { state.withLock { body(&$0.snapshot) } }
+
+    /// Counts an upload of `length` bytes of contents that begins; returns its number.
+    func uploadStarted(name: String, length: UInt64) -> UInt64 {
+        state.withLock { state in
+            state.nextUpload += 1
+            state.uploading[state.nextUpload] = .init(name: name, length: length, sent: 0)
+            return state.nextUpload
+        }
+    }
+
+    /// `bytes` more of upload `upload` left (a retried request may send them again: the count
+    /// stops at the length).
+    func uploadProgressed(_ upload: UInt64, bytes: UInt64) {
+        state.withLock { state in
+            guard var entry = state.uploading[upload] else { return }
+            let added = min(bytes, entry.length - entry.sent)
+            entry.sent += added
+            state.uploading[upload] = entry
+            state.snapshot.uploads.bytes += added
+        }
+    }
+
+    /// Ends upload `upload`; when it succeeded, what was not reported counts as sent.
+    func uploadEnded(_ upload: UInt64, succeeded: Bool) {
+        state.withLock { state in
+            guard let entry = state.uploading.removeValue(forKey: upload) else { return }
+            if succeeded { state.snapshot.uploads.bytes += entry.length - entry.sent }
+        }
+    }
 
     /// Keeps `message` among the latest problems.
     func noteProblem(_ message: String) {

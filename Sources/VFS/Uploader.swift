@@ -214,14 +214,7 @@ final class Uploader: Sendable {
                 state.retryAt[Self.key(of: entry)] = nil
                 if case .change(let change, _) = entry { state.refused.remove(change.inode) }
             }
-            statistics.update {
-                $0.uploads.sent += 1
-                if case .change(let change, let record) = entry, record.item.kind == .file,
-                    change.isCreation || change.fields.contains(.contents)
-                {
-                    $0.uploads.bytes += record.item.size
-                }
-            }
+            statistics.update { $0.uploads.sent += 1 }
         } catch is CancellationError {
             return
         } catch {
@@ -244,6 +237,25 @@ final class Uploader: Sendable {
             item.extendedAttributes = try await store.userAttributes(inode: record.inode)
         }
         let contents = snapshot.map { URL(fileURLWithPath: $0.string) }
+        guard contents != nil else {
+            return try await deliver(item, change: change, record: record, contents: nil, snapshot: &snapshot)
+        }
+        // Contents go up: `fpfs status` shows their progress.
+        let upload = statistics.uploadStarted(name: item.filename.description, length: item.size)
+        var succeeded = false
+        defer { statistics.uploadEnded(upload, succeeded: succeeded) }
+        let statistics = self.statistics
+        try await UploadProgress.$reporter.withValue({ statistics.uploadProgressed(upload, bytes: $0) }) {
+            try await deliver(item, change: change, record: record, contents: contents, snapshot: &snapshot)
+        }
+        succeeded = true
+    }
+
+    /// Sends a prepared change: `createItem`, or `modifyItem` with the conflict, deletion and
+    /// collision paths.
+    private func deliver(
+        _ item: Item, change: PendingChange, record: ItemRecord, contents: URL?, snapshot: inout FilePath?
+    ) async throws {
         if change.isCreation {
             try await create(item, change: change, inode: record.inode, contents: contents)
             return

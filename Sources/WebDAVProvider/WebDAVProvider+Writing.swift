@@ -170,7 +170,8 @@ extension WebDAVProvider {
             let size = try await BlockingIO.run {
                 ((try FileManager.default.attributesOfItem(atPath: contents.path))[.size] as? NSNumber)?.int64Value ?? 0
             }
-            body = { .stream(FileChunks(url: contents), length: .known(size)) }
+            let progress = UploadProgress.reporter
+            body = { .stream(FileChunks(url: contents, progress: progress), length: .known(size)) }
         case .file(nil):
             body = { .bytes(ByteBuffer()) }
         case .bytes(let bytes):
@@ -230,15 +231,22 @@ extension WebDAVProvider {
 struct FileChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let url: URL
+    /// The engine's progress reporter (`UploadProgress`), taken in the engine's task: the body is
+    /// read from another.
+    let progress: (@Sendable (UInt64) -> Void)?
 
-    func makeAsyncIterator() -> Iterator { Iterator(url: url) }
+    func makeAsyncIterator() -> Iterator { Iterator(url: url, progress: progress) }
 
     struct Iterator: AsyncIteratorProtocol {
         let url: URL
+        let progress: (@Sendable (UInt64) -> Void)?
         var handle: FileHandle?
         var finished = false
 
-        init(url: URL) { self.url = url }
+        init(url: URL, progress: (@Sendable (UInt64) -> Void)?) {
+            self.url = url
+            self.progress = progress
+        }
 
         mutating func next() async throws -> ByteBuffer? {
             if finished { return nil }
@@ -253,6 +261,7 @@ struct FileChunks: AsyncSequence, Sendable {
                 try? handle.close()
                 return nil
             }
+            progress?(UInt64(chunk.count))
             return ByteBuffer(bytes: chunk)
         }
     }

@@ -147,15 +147,17 @@ struct Daemon {
     /// The status as JSON. Runs on the control server's own thread, which may wait for the store.
     private static func statusReport(of fileSystem: FileSystem, context: StatusReport.Context) -> Data {
         let queue = Mutex(UploadQueue(pending: 0, failing: 0, bytes: 0, first: []))
+        let cache = Mutex<CacheUsage?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             if let found = try? await fileSystem.uploadQueue() { queue.withLock { $0 = found } }
+            if let usage = try? await fileSystem.cacheUsage() { cache.withLock { $0 = usage } }
             done.signal()
         }
         done.wait()
         return StatusReport(
             context: context, statistics: fileSystem.statisticsSnapshot, uploads: queue.withLock { $0 },
-            cache: fileSystem.cacheUsage
+            cache: cache.withLock { $0 } ?? CacheUsage(bytes: 0, bound: nil, pinned: nil)
         ).json()
     }
 

@@ -28,6 +28,8 @@ struct StatusReport: Codable {
     var reads: StatisticsSnapshot.Reads
     var listings: StatisticsSnapshot.Listings
     var downloads: [StatisticsSnapshot.Download]
+    /// Contents being sent to the remote.
+    var uploading: [StatisticsSnapshot.Upload]
     /// Reads refused to non-materializing processes, by process name.
     var blocked: [String: Int]
     /// Local changes not yet on the remote.
@@ -55,6 +57,7 @@ struct StatusReport: Codable {
         self.reads = statistics.reads
         self.listings = statistics.listings
         self.downloads = statistics.downloads
+        self.uploading = statistics.uploading
         self.blocked = statistics.blocked
         self.uploads = uploads
         self.cache = cache
@@ -70,7 +73,7 @@ struct StatusReport: Codable {
         return (try? encoder.encode(self)) ?? Data("{}".utf8)
     }
 
-    /// The report for a person, with a progress bar per download in flight; with `previous` (an
+    /// The report for a person, with a progress bar per download and upload in flight; with `previous` (an
     /// earlier report of the same mount, as `--watch` has), also the rates since then.
     func text(since previous: StatusReport? = nil) -> String {
         let rates = previous.map { previous -> (down: String, up: String) in
@@ -92,7 +95,8 @@ struct StatusReport: Codable {
                 + "\(reads.waited) waited for the remote",
             "  listings:   \(listings.directories) directories, \(listings.pages) pages",
             "  cached:     \(Self.bytes(cache.bytes))"
-                + (cache.bound.map { " of at most \(Self.bytes($0)) (--cache-size)" } ?? ""),
+                + (cache.bound.map { " of at most \(Self.bytes($0)) (--cache-size)" } ?? "")
+                + (cache.pinned.map { "; pinned files: \(Self.bytes($0))" } ?? ""),
             "  changes:    \(replication.rounds) rounds asked the remote, \(replication.changes) changes applied"
                 + (replication.lastError.map { "; last round failed: \($0)" } ?? ""),
             "  uploads:    \(uploads.pending) changes waiting for the remote (\(Self.bytes(uploads.bytes)))"
@@ -119,7 +123,13 @@ struct StatusReport: Codable {
             lines.append("    \(Self.age(of: problem.time, now: time)) ago: \(problem.message)")
         }
         for download in downloads {
-            lines.append("  " + Self.progressBar(download))
+            lines.append("  ↓ " + Self.progressBar(download))
+        }
+        for upload in uploading {
+            let fraction = upload.length == 0 ? 1 : Double(upload.sent) / Double(upload.length)
+            lines.append(
+                "  ↑ " + Self.bar(fraction)
+                    + " \(upload.name) (\(Self.bytes(upload.sent)) of \(Self.bytes(upload.length)))")
         }
         return lines.joined(separator: "\n")
     }
