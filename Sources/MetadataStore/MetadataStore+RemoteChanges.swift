@@ -207,7 +207,16 @@ extension MetadataStore {
             if let existing { try removeRemotely(existing, outcome: &outcome, in: db) }
             return
         }
-        if let existing, existing.item == remote { return }
+        // The store keeps users' attributes apart from the record, and FUSE caches none: when only
+        // they may differ, they are taken without counting as a change the kernel must hear of.
+        var plain = remote
+        plain.extendedAttributes = nil
+        if let existing, existing.item == plain {
+            if let attributes = remote.extendedAttributes {
+                try adoptRemoteAttributes(attributes, inode: existing.inode, in: db)
+            }
+            return
+        }
         if let existing, existing.item.kind != remote.kind {
             try removeRemotely(existing, outcome: &outcome, in: db)
             return try applyRemote(remote, outcome: &outcome, releaseLocalContent: releaseLocalContent, in: db)
