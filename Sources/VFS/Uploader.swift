@@ -236,18 +236,19 @@ final class Uploader: Sendable {
         if change.fields.contains(.extendedAttributes) {
             item.extendedAttributes = try await store.userAttributes(inode: record.inode)
         }
-        let contents = snapshot.map { URL(fileURLWithPath: $0.string) }
-        guard contents != nil else {
+        guard let contents = snapshot.map({ URL(fileURLWithPath: $0.string) }) else {
             return try await deliver(item, change: change, record: record, contents: nil, snapshot: &snapshot)
         }
         // Contents go up: `fpfs status` shows their progress.
         let upload = statistics.uploadStarted(name: item.filename.description, length: item.size)
         var succeeded = false
-        defer { statistics.uploadEnded(upload, succeeded: succeeded) }
-        let statistics = self.statistics
-        try await UploadProgress.$reporter.withValue({ statistics.uploadProgressed(upload, bytes: $0) }) {
-            try await deliver(item, change: change, record: record, contents: contents, snapshot: &snapshot)
+        defer {
+            UploadProgress.stopReporting(for: contents)
+            statistics.uploadEnded(upload, succeeded: succeeded)
         }
+        let statistics = self.statistics
+        UploadProgress.startReporting(for: contents) { statistics.uploadProgressed(upload, bytes: $0) }
+        try await deliver(item, change: change, record: record, contents: contents, snapshot: &snapshot)
         succeeded = true
     }
 

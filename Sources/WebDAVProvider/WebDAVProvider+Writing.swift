@@ -170,7 +170,7 @@ extension WebDAVProvider {
             let size = try await BlockingIO.run {
                 ((try FileManager.default.attributesOfItem(atPath: contents.path))[.size] as? NSNumber)?.int64Value ?? 0
             }
-            let progress = UploadProgress.reporter
+            let progress = UploadProgress.reporter(for: contents)
             body = { .stream(FileChunks(url: contents, progress: progress), length: .known(size)) }
         case .file(nil):
             body = { .bytes(ByteBuffer()) }
@@ -231,8 +231,7 @@ extension WebDAVProvider {
 struct FileChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let url: URL
-    /// The engine's progress reporter (`UploadProgress`), taken in the engine's task: the body is
-    /// read from another.
+    /// The engine's progress reporter for this file (`UploadProgress`), if any.
     let progress: (@Sendable (UInt64) -> Void)?
 
     func makeAsyncIterator() -> Iterator { Iterator(url: url, progress: progress) }

@@ -31,7 +31,7 @@ struct UploadProgressTests {
         func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
             async throws -> Item
         {
-            UploadProgress.add(template.size / 2)
+            if let contents { UploadProgress.reporter(for: contents)?(template.size / 2) }
             await withCheckedContinuation { continuation in
                 gate.withLock { $0 = continuation }
                 reached.withLock { $0 = true }
