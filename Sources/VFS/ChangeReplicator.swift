@@ -66,11 +66,12 @@ final class ChangeReplicator: Sendable {
         self.changesApplied = changesApplied
     }
 
-    /// Runs a round now, then one every `pollInterval` (none when it is nil).
-    func start() {
-        let first = schedule()
+    /// Runs a round every `pollInterval` (none when it is nil), the first of them now when
+    /// `roundNow`.
+    func start(roundNow: Bool) {
+        let first = roundNow ? schedule() : nil
         let loop = Task {
-            _ = await first.result
+            _ = await first?.result
             while let interval = self.configuration.pollInterval, !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 if Task.isCancelled { return }
@@ -83,7 +84,7 @@ final class ChangeReplicator: Sendable {
         }
     }
 
-    /// Returns once the round begun by `start` ended, or after `limit`.
+    /// Returns once the round begun by `start` (if any) ended, or after `limit`.
     func awaitFirstRound(upTo limit: Duration) async {
         guard let first = state.withLock({ $0.first }) else { return }
         await withTaskGroup(of: Void.self) { group in
@@ -156,16 +157,11 @@ final class ChangeReplicator: Sendable {
     }
 
     private func changesSinceAnchor() async throws -> Int {
-        let saved = try await savedAnchor()
-        // Looked at before anything is asked of the remote: a folder listed after this is listed
-        // again if the first anchor came after it (see compareEverything).
-        let listed = try await store.listedDirectories()
-        let knewNothing = saved == nil && listed.isEmpty
         let provider = self.provider
         let enumerator = try await Deadline.run(limit: configuration.remoteTimeout) {
             try await provider.enumerator(for: .workingSet)
         }
-        guard var anchor = saved else { return try await compareEverything(enumerator, knewNothing: knewNothing) }
+        guard var anchor = try await savedAnchor() else { return try await compareEverything(enumerator) }
         var applied = 0
         let pageSize = configuration.suggestedPageSize
         while true {
@@ -177,7 +173,7 @@ final class ChangeReplicator: Sendable {
                 }
             } catch ProviderError.syncAnchorExpired {
                 logger.notice("the remote no longer knows the saved anchor; comparing everything")
-                return applied + (try await compareEverything(enumerator, knewNothing: false))
+                return applied + (try await compareEverything(enumerator))
             }
             applied += try await apply(updated: batch.updated, deleted: batch.deleted)
             anchor = batch.nextAnchor
@@ -188,20 +184,11 @@ final class ChangeReplicator: Sendable {
 
     /// Lists the whole working set and applies the difference to what the store knows. The anchor
     /// is taken first, so a change made while the listing runs is reported again next round rather
-    /// than missed.
-    ///
-    /// A store that knows nothing yet (a first mount) has nothing to compare: the anchor is enough,
-    /// and the folders listed while it was taken are listed again on their next use, so that a
-    /// change made between their listing and the anchor is not missed.
-    private func compareEverything(_ enumerator: any ItemEnumerator, knewNothing: Bool) async throws -> Int {
+    /// than missed. This is also a first mount's first round (DECISIONS 71).
+    private func compareEverything(_ enumerator: any ItemEnumerator) async throws -> Int {
         guard
             let anchor = try await Deadline.run(limit: enumerationLimit, { try await enumerator.currentSyncAnchor() })
         else { throw ProviderError.featureUnsupported }
-        if knewNothing {
-            try await save(anchor)
-            try await lister.markStale(Array(try await store.listedDirectories()))
-            return 0
-        }
         statistics.update { $0.replication.fullComparisons += 1 }
         var remote: [Item] = []
         var page = EnumerationPage.initial

@@ -82,9 +82,11 @@ public final class FileSystem: FileSystemOperations {
         fileSystem.pins.resume()
         if configuration.replicatesChanges {
             // A remount serves what the store knew: the changes made on the remote meanwhile come
-            // first, for a while, so that the mount does not show the old state at first.
+            // first, for a while, so that the mount does not show the old state at first. A first
+            // mount knows nothing that could be stale: its first round is the first poll, which
+            // compares everything it listed by then (DECISIONS 71).
             let remounted = try await store.setting(ChangeReplicator.anchorSetting) != nil
-            fileSystem.replicator.start()
+            fileSystem.replicator.start(roundNow: remounted)
             if remounted, !isOffline {
                 await fileSystem.replicator.awaitFirstRound(upTo: min(configuration.remoteTimeout, .seconds(10)))
             }

@@ -81,21 +81,4 @@ struct RemoteChangeTests {
                 ".", "..", "new.txt", "readme.txt", "renamed.txt",
             ])
     }
-
-    @Test func aFolderListedBeforeTheFirstAnchorStaysListableOffline() async throws {
-        let remote = try InMemoryProvider.docs()
-        let injector = FaultInjector()
-        // The first round takes its anchor after the folders below were listed, so it marks them
-        // to be listed again; offline, their last listing must still serve.
-        let slow = injector.add(FaultRule(.delay(.milliseconds(300)), on: .enumerate, for: .identifier(.workingSet)))
-        let vfs = try await VFSHarness.make(provider: injector.wrap(remote), replicatesChanges: true)
-        let docs = try await vfs.resolve("docs").inode
-        #expect(try await vfs.list(docs) == [".", "..", "other.txt", "readme.txt"])
-        _ = try await vfs.fileSystem.replicateChangesNow()
-        injector.remove(slow)
-        _ = injector.add(FaultRule(.error(.serverUnreachable(reason: "test")), on: .enumerate))
-
-        #expect(try await vfs.list(docs) == [".", "..", "other.txt", "readme.txt"])
-        #expect(try await vfs.resolve("docs/readme.txt").inode != .root)
-    }
 }
