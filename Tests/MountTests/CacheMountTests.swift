@@ -160,7 +160,7 @@ extension MountTests {
                 #expect(before >= 4 << 20)
 
                 try await Command.bash("echo changed > \"$1\"", mount.path("dirty.txt")).check()
-                let refused = await try FpfsBinary.command(["evict", mount.path("dirty.txt")]).run()
+                let refused = try await FpfsBinary.command(["evict", mount.path("dirty.txt")]).run()
                 #expect(!refused.succeeded, "evicting a dirty file succeeded: \(refused)")
                 #expect(refused.stderr.contains("dirty.txt") && refused.stderr.contains("not yet on the remote"))
                 #expect(try await mount.xattr("user.fpfs.state", of: "dirty.txt") != "cloud")
@@ -218,7 +218,7 @@ extension MountTests {
             let scratch = try Scratch()
             defer { scratch.remove() }
             for verb in ["pin", "unpin", "evict"] {
-                let output = await try FpfsBinary.command([verb, scratch.path]).run()
+                let output = try await FpfsBinary.command([verb, scratch.path]).run()
                 #expect(!output.succeeded)
                 #expect(output.stderr.contains("is not in an fpfs mount"), "fpfs \(verb) said \(output)")
             }
