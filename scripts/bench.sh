@@ -4,27 +4,36 @@
 # Apache mod_dav on 127.0.0.1 (started and stopped by pid, as the tests do); the references are
 # curl against the same server, `rclone mount` of the same server (--vfs-cache-mode off and full),
 # the local disk, and fpfs's own cache file. Run as root (it drops caches and mounts).
-#   [FPFS_BENCH_BINARY=PATH] scripts/bench.sh [--quick] [--repetitions N]
-#     --quick: 512 MiB instead of 4 GiB, 10k instead of 200k files, 100 random reads, not 1000 (< 10 min)
-# Rows: B1 cold sequential read; B3 time to first byte; B4 warm re-read; B5 random 4 KiB reads;
-# B6 listing a tree; B9 daemon memory; B11 CPU per GiB. B2 and B8 (added round-trip time) need
-# `tc … netem`, which this kernel lacks; B7 (metadata ops) is not measured yet. B10: write-back.
+#   [FPFS_BENCH_BINARY=PATH] scripts/bench.sh [--quick] [--repetitions N] [--only B1,B2,...]
+#     --quick: smaller data (512 MiB instead of 4 GiB, 10k instead of 200k files, fewer random
+#     reads and names), under 10 minutes; --only: just those benchmarks (B4, B9 and B11 come
+#     with B1 and B6).
+# Round-trip time (B2, B3, B5, B8) is added by scripts/lib/delay-proxy.py in front of the server:
+# this kernel has no netem qdisc.
 set -euo pipefail
 
 quick=0
 repetitions=5
+only="B1,B2,B3,B5,B6,B7,B8,B10"
+usage() { echo "usage: scripts/bench.sh [--quick] [--repetitions N] [--only B1,B2,...]" >&2; exit 2; }
 while (($#)); do
     case "$1" in
     --quick) quick=1 ;;
-    --repetitions) repetitions="$2"; shift ;;
-    *) echo "usage: scripts/bench.sh [--quick] [--repetitions N]" >&2; exit 2 ;;
+    --repetitions) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || usage; repetitions="$2"; shift ;;
+    --only) [[ "${2:-}" =~ ^B[0-9]+(,B[0-9]+)*$ ]] || usage; only="$2"; shift ;;
+    *) usage ;;
     esac
     shift
 done
+# wants BN: whether benchmark BN was asked for.
+wants() { [[ ",$only," == *",$1,"* ]]; }
+# Sizes: the big file, the tree (dirs × per_dir + flat), random reads at RTT 0, the first MiB
+# of the big file B2 reads at added RTT, names for B7 (fewer through rclone mount, which renames
+# about 15 a second), and B8's files.
 if ((quick)); then
-    big_mib=512 dirs=50 per_dir=100 flat=5000 random_reads=100
+    big_mib=512 dirs=50 per_dir=100 flat=5000 random_reads=100 b2_mib=256 names=1000 rclone_names=200 reader_mib=32
 else
-    big_mib=4096 dirs=1000 per_dir=100 flat=100000 random_reads=1000
+    big_mib=4096 dirs=1000 per_dir=100 flat=100000 random_reads=1000 b2_mib=1024 names=10000 rclone_names=500 reader_mib=64
 fi
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,6 +49,7 @@ work="$(mktemp -d /var/tmp/fpfs-bench.XXXXXX)"
 chmod 755 "$work"
 server_pgid=""
 rclone_pid=""
+proxy_pids=()
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
     for mnt in "$work/mnt" "$work/rclone-mnt"; do
@@ -47,6 +57,7 @@ cleanup() {
     done
     if [[ -n "$rclone_pid" ]]; then kill "$rclone_pid" 2>/dev/null || true; wait "$rclone_pid" 2>/dev/null || true; fi
     if [[ -f "$work/cache/daemon.pid" ]]; then kill "$(cat "$work/cache/daemon.pid")" 2>/dev/null || true; fi
+    for pid in "${proxy_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     if [[ -n "$server_pgid" ]]; then kill -TERM -- "-$server_pgid" 2>/dev/null || true; wait "$server_pgid" 2>/dev/null || true; fi
     rm -rf --one-file-system "$work"
 }
@@ -56,11 +67,15 @@ log() { echo "bench: $*" >&2; }
 
 # --- data -------------------------------------------------------------------------------------
 mkdir -p "$work/remote" "$work/mnt" "$work/rclone-mnt" "$work/apache/lock"
-log "writing a ${big_mib} MiB file of random bytes, a 10 GiB sparse file and a tree of $((dirs * per_dir + flat)) files"
-head -c $((big_mib << 20)) /dev/urandom >"$work/remote/big.bin"
+if wants B1 || wants B2 || wants B3; then
+    log "writing a ${big_mib} MiB file of random bytes"
+    head -c $((big_mib << 20)) /dev/urandom >"$work/remote/big.bin"
+    printf 'x' >"$work/remote/one.bin"
+fi
 truncate -s 10G "$work/remote/sparse.bin"
-printf 'x' >"$work/remote/one.bin"
-python3 - "$work/remote/tree" "$dirs" "$per_dir" "$flat" <<'EOF'
+if wants B6; then
+    log "writing a tree of $((dirs * per_dir + flat)) files"
+    python3 - "$work/remote/tree" "$dirs" "$per_dir" "$flat" <<'EOF'
 import os, sys
 root, dirs, per_dir, flat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 for d in range(dirs):
@@ -71,7 +86,14 @@ os.makedirs(f"{root}/flat")
 for f in range(flat):
     open(f"{root}/flat/f{f:06}", "w").close()
 EOF
-cp -a "$work/remote/tree" "$work/local-tree"
+    cp -a "$work/remote/tree" "$work/local-tree"
+fi
+if wants B8; then
+    log "writing 16 files of ${reader_mib} MiB for B8"
+    mkdir "$work/remote/readers"
+    for ((i = 0; i < 16; i++)); do head -c $((reader_mib << 20)) /dev/urandom >"$work/remote/readers/r$i"; done
+fi
+mkdir -m 777 "$work/remote/writes"
 chmod -R a+rX "$work/remote" "$work/apache"
 chmod 777 "$work/apache/lock"
 
@@ -106,6 +128,20 @@ server_pgid=$!
 url="http://127.0.0.1:$port/dav"
 for _ in $(seq 100); do curl -s -o /dev/null "$url/" && break; sleep 0.1; done
 
+# A delaying proxy per added round-trip time: rtt_port[MS] is its port, rtt_url[MS] its URL.
+declare -A rtt_port rtt_url
+for rtt in 20 50; do
+    rtt_port[$rtt]="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    python3 scripts/lib/delay-proxy.py "${rtt_port[$rtt]}" "$port" "$rtt" >"$work/proxy-$rtt.out" 2>&1 &
+    proxy_pids+=($!)
+    rtt_url[$rtt]="http://127.0.0.1:${rtt_port[$rtt]}/dav"
+    for _ in $(seq 100); do grep -q ready "$work/proxy-$rtt.out" && break; sleep 0.1; done
+done
+rtt_port[0]=$port
+rtt_url[0]=$url
+# The mounts below reach the server through this port: the server's, or a proxy's.
+remote_port=$port
+
 # --- helpers ----------------------------------------------------------------------------------
 now() { date +%s.%N; }
 # Seconds a command takes, to the millisecond.
@@ -129,19 +165,22 @@ fpfs_pid=""
 fpfs_mount() {
     rm -rf "$work/cache"
     # No polling, as rclone is given --dir-cache-time 1h: a round on Apache walks the whole tree.
-    "$fpfs" mount "webdav://127.0.0.1:$port/dav/" "$work/mnt" --cache-dir "$work/cache" --poll-interval 0 "$@"
+    "$fpfs" mount "webdav://127.0.0.1:$remote_port/dav/" "$work/mnt" --cache-dir "$work/cache" --poll-interval 0 "$@"
     fpfs_pid="$(cat "$work/cache/daemon.pid")"
 }
 fpfs_unmount() {
     "$fpfs" unmount "$work/mnt"
     while kill -0 "$fpfs_pid" 2>/dev/null; do sleep 0.05; done
 }
-# rclone mount MODE (off or full) of the same server.
+# rclone mount MODE [FLAGS...] (MODE off or full) of the same server, read-only unless FLAGS
+# say --read-only=false.
 rclone_mount() {
+    local mode="$1"
+    shift
     rm -rf "$work/rclone-cache"
-    rclone mount ":webdav,url='$url/':" "$work/rclone-mnt" --config /dev/null --read-only \
-        --vfs-cache-mode "$1" --cache-dir "$work/rclone-cache" --dir-cache-time 1h --attr-timeout 1h \
-        --log-file "$work/rclone.log" &
+    rclone mount ":webdav,url='http://127.0.0.1:$remote_port/dav/':" "$work/rclone-mnt" --config /dev/null --read-only \
+        --vfs-cache-mode "$mode" --cache-dir "$work/rclone-cache" --dir-cache-time 1h --attr-timeout 1h \
+        --log-file "$work/rclone.log" "$@" &
     rclone_pid=$!
     for _ in $(seq 200); do mountpoint -q "$work/rclone-mnt" && break; sleep 0.05; done
 }
@@ -164,81 +203,146 @@ row() {
     local m holds
     m="$(median "$3")"
     holds="$(awk -v m="$m" -v l="$6" -v op="$5" 'BEGIN { print ((op == ">=" ? m >= l : m <= l) ? "yes" : "no") }')"
+    [[ $4 == "-" ]] && holds="-"
     rows+=("| $1 | $2 | $(summary "$3") | $4 | $holds |")
 }
 
 # --- B1, B4, B9 (streaming), B11: cold sequential read ------------------------------------------
-big_gib="$(calc "$big_mib / 1024")"
-for ((run = 1; run <= repetitions; run++)); do
-    drop_caches
-    curl_s=$(seconds curl -s -o "$work/curl.out" "$url/big.bin")
-    rm -f "$work/curl.out"
-    for bs in 1M 128K; do
-        fpfs_mount
-        ls "$work/mnt" >/dev/null
+bench_b1() {
+    local run bs mode curl_s fpfs_s fpfs_cpu rclone_s rclone_cpu cpu0 cache_file hot_s cache_hot_s disk_s cache_disk_s
+    for ((run = 1; run <= repetitions; run++)); do
         drop_caches
-        cpu0=$(cpu_seconds "$fpfs_pid")
-        fpfs_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=$bs status=none)
-        fpfs_cpu=$(calc "($(cpu_seconds "$fpfs_pid") - $cpu0) / $big_gib")
-        if [[ $bs == 1M ]]; then
-            sample peak_rss "$(calc "$(peak_rss_kib "$fpfs_pid") / 1024")"
-            # B4: the same file again, page cache hot, against the cache file itself. Both are
-            # timed at their third read: a page's second read moves it to the active list, which
-            # costs (LRU lock) and would count against whichever side is on its second read.
-            cache_file="$(find "$work/cache" -type f -size +$((big_mib / 2))M | head -1)"
-            dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none
-            hot_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
-            dd if="$cache_file" of=/dev/null bs=1M status=none
-            cache_hot_s=$(seconds dd if="$cache_file" of=/dev/null bs=1M status=none)
+        curl_s=$(seconds curl -s -o "$work/curl.out" "$url/big.bin")
+        rm -f "$work/curl.out"
+        for bs in 1M 128K; do
+            fpfs_mount
+            ls "$work/mnt" >/dev/null
             drop_caches
-            disk_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
-            drop_caches
-            cache_disk_s=$(seconds dd if="$cache_file" of=/dev/null bs=1M status=none)
-            sample warm_hot "$(calc "$cache_hot_s / $hot_s")"
-            sample warm_disk "$(calc "$cache_disk_s / $disk_s")"
-        fi
-        fpfs_unmount
-        for mode in off full; do
-            rclone_mount $mode
-            ls "$work/rclone-mnt" >/dev/null
-            drop_caches
-            cpu0=$(cpu_seconds "$rclone_pid")
-            rclone_s=$(seconds dd if="$work/rclone-mnt/big.bin" of=/dev/null bs=$bs status=none)
-            [[ $mode == off ]] && rclone_cpu=$(calc "($(cpu_seconds "$rclone_pid") - $cpu0) / $big_gib")
-            rclone_unmount
-            sample "rclone_${mode}_$bs" "$(calc "$rclone_s / $fpfs_s")"
+            cpu0=$(cpu_seconds "$fpfs_pid")
+            fpfs_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=$bs status=none)
+            fpfs_cpu=$(calc "($(cpu_seconds "$fpfs_pid") - $cpu0) / $big_gib")
+            if [[ $bs == 1M ]]; then
+                sample peak_rss "$(calc "$(peak_rss_kib "$fpfs_pid") / 1024")"
+                # B4: the same file again, page cache hot, against the cache file itself. Both are
+                # timed at their third read: a page's second read moves it to the active list, which
+                # costs (LRU lock) and would count against whichever side is on its second read.
+                cache_file="$(find "$work/cache" -type f -size +$((big_mib / 2))M | head -1)"
+                dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none
+                hot_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
+                dd if="$cache_file" of=/dev/null bs=1M status=none
+                cache_hot_s=$(seconds dd if="$cache_file" of=/dev/null bs=1M status=none)
+                drop_caches
+                disk_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
+                drop_caches
+                cache_disk_s=$(seconds dd if="$cache_file" of=/dev/null bs=1M status=none)
+                sample warm_hot "$(calc "$cache_hot_s / $hot_s")"
+                sample warm_disk "$(calc "$cache_disk_s / $disk_s")"
+            fi
+            fpfs_unmount
+            for mode in off full; do
+                rclone_mount $mode
+                ls "$work/rclone-mnt" >/dev/null
+                drop_caches
+                cpu0=$(cpu_seconds "$rclone_pid")
+                rclone_s=$(seconds dd if="$work/rclone-mnt/big.bin" of=/dev/null bs=$bs status=none)
+                [[ $mode == off ]] && rclone_cpu=$(calc "($(cpu_seconds "$rclone_pid") - $cpu0) / $big_gib")
+                rclone_unmount
+                sample "rclone_${mode}_$bs" "$(calc "$rclone_s / $fpfs_s")"
+            done
+            sample "curl_$bs" "$(calc "$curl_s / $fpfs_s")"
+            sample "cpu_$bs" "$(calc "$fpfs_cpu / $rclone_cpu")"
+            log "B1 run $run, reads of $bs: curl ${curl_s}s, fpfs ${fpfs_s}s (cpu ${fpfs_cpu}s/GiB), rclone off/full last ${rclone_s}s (cpu off ${rclone_cpu}s/GiB)"
         done
-        sample "curl_$bs" "$(calc "$curl_s / $fpfs_s")"
-        sample "cpu_$bs" "$(calc "$fpfs_cpu / $rclone_cpu")"
-        log "run $run, reads of $bs: curl ${curl_s}s, fpfs ${fpfs_s}s (cpu ${fpfs_cpu}s/GiB), rclone off/full last ${rclone_s}s (cpu off ${rclone_cpu}s/GiB)"
+        log "B4 run $run: warm fpfs ${hot_s}s vs cache file ${cache_hot_s}s; from disk fpfs ${disk_s}s vs ${cache_disk_s}s"
     done
-    log "run $run: warm fpfs ${hot_s}s vs cache file ${cache_hot_s}s; from disk fpfs ${disk_s}s vs ${cache_disk_s}s"
-done
-for bs in 1M 128K; do
-    row "B1 cold sequential read, $big_mib MiB, $bs reads, RTT 0" "curl -o into the cache folder ÷ fpfs" "curl_$bs" "≥ 0.8 (fpfs speed ÷ curl)" ">=" 0.8
-    row "B1 same" "rclone mount --vfs-cache-mode off, time ÷ fpfs time" "rclone_off_$bs" "≥ 1.5" ">=" 1.5
-    row "B1 same" "rclone mount --vfs-cache-mode full, time ÷ fpfs time" "rclone_full_$bs" "≥ 1.5" ">=" 1.5
-    row "B11 CPU per GiB during B1, $bs reads" "fpfs ÷ rclone (cache off)" "cpu_$bs" "≤ 0.5" "<=" 0.5
-done
-row "B4 warm re-read, page cache hot" "dd of the cache file, cache hot (speed fpfs ÷ dd)" warm_hot "≥ 0.95" ">=" 0.95
-row "B4 warm re-read, page cache dropped" "dd of the cache file, dropped (speed fpfs ÷ dd)" warm_disk "≥ 0.9" ">=" 0.9
-row "B9 peak daemon RSS streaming $big_mib MiB (MiB)" "64 MiB + depth 8 × 1 MiB block" peak_rss "≤ 72" "<=" 72
+    for bs in 1M 128K; do
+        row "B1 cold sequential read, $big_mib MiB, $bs reads, RTT 0" "curl -o into the cache folder ÷ fpfs" "curl_$bs" "≥ 0.8 (fpfs speed ÷ curl)" ">=" 0.8
+        row "B1 same" "rclone mount --vfs-cache-mode off, time ÷ fpfs time" "rclone_off_$bs" "≥ 1.5" ">=" 1.5
+        row "B1 same" "rclone mount --vfs-cache-mode full, time ÷ fpfs time" "rclone_full_$bs" "≥ 1.5" ">=" 1.5
+        row "B11 CPU per GiB during B1, $bs reads" "fpfs ÷ rclone (cache off)" "cpu_$bs" "≤ 0.5" "<=" 0.5
+    done
+    row "B4 warm re-read, page cache hot" "dd of the cache file, cache hot (speed fpfs ÷ dd)" warm_hot "≥ 0.95" ">=" 0.95
+    row "B4 warm re-read, page cache dropped" "dd of the cache file, dropped (speed fpfs ÷ dd)" warm_disk "≥ 0.9" ">=" 0.9
+    row "B9 peak daemon RSS streaming $big_mib MiB (MiB)" "64 MiB + depth 8 × 1 MiB block" peak_rss "≤ 72" "<=" 72
+}
+
+# --- B2: B1 at RTT 20 and 50 ms -----------------------------------------------------------------
+# parallel_ranges URL BYTES N: the first BYTES of URL as N range requests at once, into files.
+parallel_ranges() {
+    local piece=$(($2 / $3)) i
+    local -a pids=()
+    for ((i = 0; i < $3; i++)); do
+        curl -s -f -r $((i * piece))-$(((i + 1) * piece - 1)) -o "$work/part.$i" "$1" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    rm -f "$work"/part.*
+}
+bench_b2() {
+    local run rtt mode single_s parallel_s fpfs_s rclone_s bytes=$((b2_mib << 20))
+    for ((run = 1; run <= repetitions; run++)); do
+        for rtt in 20 50; do
+            drop_caches
+            single_s=$(seconds curl -s -f -r 0-$((bytes - 1)) -o "$work/curl.out" "${rtt_url[$rtt]}/big.bin")
+            rm -f "$work/curl.out"
+            drop_caches
+            parallel_s=$(seconds parallel_ranges "${rtt_url[$rtt]}/big.bin" $bytes 8)
+            remote_port=${rtt_port[$rtt]}
+            fpfs_mount
+            ls "$work/mnt" >/dev/null
+            drop_caches
+            fpfs_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M count="$b2_mib" status=none)
+            fpfs_unmount
+            for mode in off full; do
+                rclone_mount $mode
+                ls "$work/rclone-mnt" >/dev/null
+                drop_caches
+                rclone_s=$(seconds dd if="$work/rclone-mnt/big.bin" of=/dev/null bs=1M count="$b2_mib" status=none)
+                rclone_unmount
+                sample "b2_rclone_${mode}_$rtt" "$(calc "$rclone_s / $fpfs_s")"
+            done
+            remote_port=$port
+            sample "b2_parallel_$rtt" "$(calc "$parallel_s / $fpfs_s")"
+            sample "b2_single_$rtt" "$(calc "$single_s / $fpfs_s")"
+            log "B2 run $run, RTT $rtt ms: curl ${single_s}s, 8 ranges ${parallel_s}s, fpfs ${fpfs_s}s, rclone off/full last ${rclone_s}s"
+        done
+    done
+    for rtt in 20 50; do
+        row "B2 cold sequential read, first $b2_mib MiB, 1M reads, RTT $rtt ms" "8 parallel curl -r ranges ÷ fpfs (time)" "b2_parallel_$rtt" "≥ 0.85" ">=" 0.85
+        row "B2 same" "curl -o, one stream, time ÷ fpfs time" "b2_single_$rtt" "≥ 2" ">=" 2
+        row "B2 same" "rclone mount --vfs-cache-mode off, time ÷ fpfs time" "b2_rclone_off_$rtt" "≥ 3" ">=" 3
+        row "B2 same" "rclone mount --vfs-cache-mode full, time ÷ fpfs time" "b2_rclone_full_$rtt" "≥ 3" ">=" 3
+    done
+}
 
 # --- B3: time to first byte ---------------------------------------------------------------------
 # Open and read one byte, timed inside one process (so process start-up is not counted).
 first_byte() { python3 -c 'import sys, time; t = time.perf_counter(); f = open(sys.argv[1], "rb"); f.read(1); print(time.perf_counter() - t)' "$1"; }
-for ((run = 1; run <= repetitions; run++)); do
-    for file in one.bin big.bin; do
-        curl_s=$(curl -s -o /dev/null -o /dev/null -r 0-0 -w '%{time_total}\n' "$url/$file" -r 0-0 "$url/$file" | tail -1)
-        fpfs_mount
-        stat "$work/mnt/$file" >/dev/null
-        fpfs_s=$(first_byte "$work/mnt/$file")
-        fpfs_unmount
-        sample "ttfb_$file" "$(calc "($fpfs_s - $curl_s) * 1000")"
+bench_b3() {
+    local run rtt file curl_s fpfs_s
+    for ((run = 1; run <= repetitions; run++)); do
+        for rtt in 0 20 50; do
+            remote_port=${rtt_port[$rtt]}
+            for file in one.bin big.bin; do
+                curl_s=$(curl -s -o /dev/null -o /dev/null -r 0-0 -w '%{time_total}\n' "${rtt_url[$rtt]}/$file" -r 0-0 "${rtt_url[$rtt]}/$file" | tail -1)
+                fpfs_mount
+                stat "$work/mnt/$file" >/dev/null
+                fpfs_s=$(first_byte "$work/mnt/$file")
+                fpfs_unmount
+                sample "ttfb_ms_${rtt}_$file" "$(calc "($fpfs_s - $curl_s) * 1000")"
+                sample "ttfb_ratio_${rtt}_$file" "$(calc "$fpfs_s / $curl_s")"
+                log "B3 run $run, RTT $rtt ms, $file: curl ${curl_s}s, fpfs ${fpfs_s}s"
+            done
+        done
+        remote_port=$port
     done
-done
-row "B3 time to first byte, 1-byte file, RTT 0" "ms more than curl -r 0-0 on a warm connection" ttfb_one.bin "≤ 1 ms" "<=" 1
-row "B3 time to first byte, $big_mib MiB file, RTT 0" "ms more than curl -r 0-0 on a warm connection" ttfb_big.bin "≤ 1 ms" "<=" 1
+    row "B3 time to first byte, 1-byte file, RTT 0" "ms more than curl -r 0-0 on a warm connection" ttfb_ms_0_one.bin "≤ 1 ms" "<=" 1
+    row "B3 time to first byte, $big_mib MiB file, RTT 0" "ms more than curl -r 0-0 on a warm connection" ttfb_ms_0_big.bin "≤ 1 ms" "<=" 1
+    for rtt in 20 50; do
+        row "B3 time to first byte, 1-byte file, RTT $rtt ms" "fpfs time ÷ curl -r 0-0 on a warm connection" "ttfb_ratio_${rtt}_one.bin" "≤ 1.1" "<=" 1.1
+        row "B3 time to first byte, $big_mib MiB file, RTT $rtt ms" "fpfs time ÷ curl -r 0-0 on a warm connection" "ttfb_ratio_${rtt}_big.bin" "≤ 1.1" "<=" 1.1
+    done
+}
 
 # --- B5: random 4 KiB reads in a 10 GiB file ------------------------------------------------------
 # Reads COUNT random 4 KiB pieces with JOBS threads; prints reads per second.
@@ -259,34 +363,49 @@ for t in threads: t.join()
 print(count / (time.perf_counter() - start))
 EOF
 }
-for ((run = 1; run <= repetitions; run++)); do
-    for jobs in 1 4; do
-        fpfs_mount
-        ls "$work/mnt" >/dev/null
-        before=$(server_bytes)
-        iops=$(random_reads "$work/mnt/sparse.bin" "$random_reads" $jobs)
-        fpfs_bytes=$(($(server_bytes) - before))
-        fpfs_unmount
-        rclone_mount off
-        ls "$work/rclone-mnt" >/dev/null
-        before=$(server_bytes)
-        random_reads "$work/rclone-mnt/sparse.bin" "$random_reads" $jobs >/dev/null
-        rclone_bytes=$(($(server_bytes) - before))
-        rclone_unmount
-        sample "random_blocks_$jobs" "$(calc "$fpfs_bytes / ($random_reads * 1048576)")"
-        sample "random_vs_rclone_$jobs" "$(calc "$fpfs_bytes / $rclone_bytes")"
-        sample "random_iops_$jobs" "$iops"
-        log "run $run, random reads, $jobs jobs: fpfs $fpfs_bytes bytes, $iops reads/s; rclone $rclone_bytes bytes"
+bench_b5() {
+    local run rtt jobs count iops before fpfs_bytes rclone_bytes
+    for ((run = 1; run <= repetitions; run++)); do
+        for rtt in 0 20; do
+            # At 20 ms a read costs a round trip: a quarter as many reads keep the run short.
+            count=$((rtt ? random_reads / 4 : random_reads))
+            remote_port=${rtt_port[$rtt]}
+            for jobs in 1 4; do
+                fpfs_mount
+                ls "$work/mnt" >/dev/null
+                before=$(server_bytes)
+                iops=$(random_reads "$work/mnt/sparse.bin" "$count" $jobs)
+                fpfs_bytes=$(($(server_bytes) - before))
+                fpfs_unmount
+                rclone_mount off
+                ls "$work/rclone-mnt" >/dev/null
+                before=$(server_bytes)
+                random_reads "$work/rclone-mnt/sparse.bin" "$count" $jobs >/dev/null
+                rclone_bytes=$(($(server_bytes) - before))
+                rclone_unmount
+                sample "random_blocks_${rtt}_$jobs" "$(calc "$fpfs_bytes / ($count * 1048576)")"
+                sample "random_vs_rclone_${rtt}_$jobs" "$(calc "$fpfs_bytes / $rclone_bytes")"
+                sample "random_iops_${rtt}_$jobs" "$iops"
+                ((rtt)) && sample "random_iops_model_${rtt}_$jobs" "$(calc "$iops / ($jobs * 1000 / $rtt)")"
+                log "B5 run $run, RTT $rtt ms, $jobs jobs: fpfs $fpfs_bytes bytes, $iops reads/s; rclone $rclone_bytes bytes"
+            done
+        done
+        remote_port=$port
     done
-done
-for jobs in 1 4; do
-    row "B5 random 4 KiB reads, 10 GiB file, $jobs jobs, RTT 0" "server bytes per read, in 1 MiB blocks" "random_blocks_$jobs" "≤ 4" "<=" 4
-    row "B5 same" "server bytes ÷ rclone mount (cache off)'s" "random_vs_rclone_$jobs" "≤ 0.1" "<=" 0.1
-    row "B5 same (reads/s, no goal at RTT 0)" "-" "random_iops_$jobs" "-" ">=" 0
-done
+    for rtt in 0 20; do
+        for jobs in 1 4; do
+            row "B5 random 4 KiB reads, 10 GiB file, $jobs jobs, RTT $rtt ms" "server bytes per read, in 1 MiB blocks" "random_blocks_${rtt}_$jobs" "≤ 4" "<=" 4
+            row "B5 same" "server bytes ÷ rclone mount (cache off)'s" "random_vs_rclone_${rtt}_$jobs" "≤ 0.1" "<=" 0.1
+            if ((rtt)); then
+                row "B5 same" "reads/s ÷ (jobs ÷ RTT)" "random_iops_model_${rtt}_$jobs" "≥ 0.9" ">=" 0.9
+            else
+                row "B5 same (reads/s, no goal at RTT 0)" "-" "random_iops_${rtt}_$jobs" "-" ">=" 0
+            fi
+        done
+    done
+}
 
 # --- B6, B9 (items): listing a tree -------------------------------------------------------------
-items=$((dirs * per_dir + flat + dirs + 1))
 # The listing requests alone: one PROPFIND (depth 1) per folder on one connection.
 propfind_all() {
     local -a args=()
@@ -297,37 +416,163 @@ propfind_all() {
     done
     curl -s -X PROPFIND -H "Depth: 1" -o /dev/null "$url/tree/" --next "${args[@]}" -s -o /dev/null "$url/"
 }
-for ((run = 1; run <= repetitions; run++)); do
-    requests_s=$(seconds propfind_all)
-    fpfs_mount
-    idle_kib=$(rss_kib "$fpfs_pid")
-    cold_s=$(seconds ls -lR "$work/mnt/tree")
-    warm_s=$(seconds ls -lR "$work/mnt/tree")
-    sample item_bytes "$(calc "($(rss_kib "$fpfs_pid") - $idle_kib) * 1024 / $items")"
-    fpfs_unmount
-    ls -lR "$work/local-tree" >/dev/null
-    local_s=$(seconds ls -lR "$work/local-tree")
-    rclone_mount off
-    ls -lR "$work/rclone-mnt/tree" >/dev/null
-    rclone_s=$(seconds ls -lR "$work/rclone-mnt/tree")
-    rclone_unmount
-    sample list_cold "$(calc "$cold_s / $requests_s")"
-    sample list_warm "$(calc "$warm_s / $local_s")"
-    sample list_rclone "$(calc "$rclone_s / $warm_s")"
-    log "run $run, ls -lR of $items items: PROPFINDs ${requests_s}s, fpfs cold ${cold_s}s warm ${warm_s}s, local ${local_s}s, rclone warm ${rclone_s}s"
-done
-row "B6 ls -lR of $items items, cold" "fpfs time ÷ the PROPFINDs alone (curl)" list_cold "≤ 1.2" "<=" 1.2
-row "B6 ls -lR, warm" "fpfs time ÷ local disk" list_warm "≤ 1.5" "<=" 1.5
-row "B6 ls -lR, warm" "rclone mount warm time ÷ fpfs" list_rclone "≥ 3" ">=" 3
-row "B9 daemon memory per known item (bytes)" "(RSS after ls -lR − RSS after mount) ÷ items" item_bytes "≤ 256" "<=" 256
+bench_b6() {
+    local run requests_s idle_kib cold_s warm_s local_s rclone_s items=$((dirs * per_dir + flat + dirs + 1))
+    for ((run = 1; run <= repetitions; run++)); do
+        requests_s=$(seconds propfind_all)
+        fpfs_mount
+        idle_kib=$(rss_kib "$fpfs_pid")
+        cold_s=$(seconds ls -lR "$work/mnt/tree")
+        warm_s=$(seconds ls -lR "$work/mnt/tree")
+        sample item_bytes "$(calc "($(rss_kib "$fpfs_pid") - $idle_kib) * 1024 / $items")"
+        fpfs_unmount
+        ls -lR "$work/local-tree" >/dev/null
+        local_s=$(seconds ls -lR "$work/local-tree")
+        rclone_mount off
+        ls -lR "$work/rclone-mnt/tree" >/dev/null
+        rclone_s=$(seconds ls -lR "$work/rclone-mnt/tree")
+        rclone_unmount
+        sample list_cold "$(calc "$cold_s / $requests_s")"
+        sample list_warm "$(calc "$warm_s / $local_s")"
+        sample list_rclone "$(calc "$rclone_s / $warm_s")"
+        log "B6 run $run, ls -lR of $items items: PROPFINDs ${requests_s}s, fpfs cold ${cold_s}s warm ${warm_s}s, local ${local_s}s, rclone warm ${rclone_s}s"
+    done
+    row "B6 ls -lR of $items items, cold" "fpfs time ÷ the PROPFINDs alone (curl)" list_cold "≤ 1.2" "<=" 1.2
+    row "B6 ls -lR, warm" "fpfs time ÷ local disk" list_warm "≤ 1.5" "<=" 1.5
+    row "B6 ls -lR, warm" "rclone mount warm time ÷ fpfs" list_rclone "≥ 3" ">=" 3
+    row "B9 daemon memory per known item (bytes)" "(RSS after ls -lR − RSS after mount) ÷ items" item_bytes "≤ 256" "<=" 256
+}
+
+# --- B7: metadata operations --------------------------------------------------------------------
+# metadata_ops DIR N: creates N empty files in DIR, stats them twice, renames and unlinks them,
+# then makes N folders; prints "OPERATION PER-SECOND" lines.
+metadata_ops() {
+    python3 - "$1" "$2" <<'EOF'
+import os, sys, time
+root, count = sys.argv[1], int(sys.argv[2])
+os.makedirs(f"{root}/files")
+os.makedirs(f"{root}/folders")
+names = [f"{root}/files/n{i:05}" for i in range(count)]
+def timed(label, action):
+    start = time.perf_counter()
+    for i in range(count):
+        action(i)
+    print(label, count / (time.perf_counter() - start))
+timed("create", lambda i: os.close(os.open(names[i], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)))
+timed("stat", lambda i: os.stat(names[i]))
+timed("stat_cached", lambda i: os.stat(names[i]))
+timed("rename", lambda i: os.rename(names[i], names[i] + "r"))
+timed("unlink", lambda i: os.unlink(names[i] + "r"))
+timed("mkdir", lambda i: os.mkdir(f"{root}/folders/d{i:05}"))
+EOF
+}
+bench_b7() {
+    local run op value
+    local -A rate
+    for ((run = 1; run <= repetitions; run++)); do
+        rm -rf "$work/remote/writes/"* "$work/local-writes"
+        mkdir -p "$work/local-writes"
+        while read -r op value; do rate[local_$op]=$value; done < <(metadata_ops "$work/local-writes/b7" "$names")
+        fpfs_mount
+        while read -r op value; do rate[fpfs_$op]=$value; done < <(metadata_ops "$work/mnt/writes/b7-fpfs" "$names")
+        fpfs_unmount
+        rclone_mount off --read-only=false
+        while read -r op value; do rate[rclone_$op]=$value; done < <(metadata_ops "$work/rclone-mnt/writes/b7-rclone" "$rclone_names")
+        rclone_unmount
+        for op in create stat_cached rename unlink mkdir; do
+            sample "b7_local_$op" "$(calc "${rate[fpfs_$op]} / ${rate[local_$op]}")"
+            sample "b7_rclone_$op" "$(calc "${rate[fpfs_$op]} / ${rate[rclone_$op]}")"
+        done
+        log "B7 run $run, operations per second (local/fpfs/rclone):$(for op in create stat stat_cached rename unlink mkdir; do
+            printf ' %s %.0f/%.0f/%.0f' $op "${rate[local_$op]}" "${rate[fpfs_$op]}" "${rate[rclone_$op]}"
+        done)"
+    done
+    row "B7 stat of $names names, cached" "fpfs ÷ local disk, operations per second" b7_local_stat_cached "≥ 0.9" ">=" 0.9
+    row "B7 create of $names empty files" "fpfs ÷ rclone mount (cache off; $rclone_names names), operations per second" b7_rclone_create "≥ 5" ">=" 5
+    for op in create rename unlink mkdir; do
+        row "B7 $op, $names names (no goal)" "fpfs ÷ local disk, operations per second" "b7_local_$op" "-" ">=" 0
+    done
+    for op in rename unlink mkdir; do
+        row "B7 $op, $names names (no goal)" "fpfs ÷ rclone mount (cache off; $rclone_names names), operations per second" "b7_rclone_$op" "-" ">=" 0
+    done
+}
+
+# --- B8: readers in parallel at added RTT ----------------------------------------------------------
+# parallel_readers FILE...: reads each file in a thread of its own, all at once; prints the
+# aggregate bytes per second and Jain's fairness index of the readers' own rates.
+parallel_readers() {
+    python3 - "$@" <<'EOF'
+import os, sys, threading, time
+paths = sys.argv[1:]
+rates = [0.0] * len(paths)
+total = [0]
+def read(index):
+    fd = os.open(paths[index], os.O_RDONLY)
+    start, size = time.perf_counter(), 0
+    while chunk := os.read(fd, 1 << 20):
+        size += len(chunk)
+    os.close(fd)
+    rates[index] = size / (time.perf_counter() - start)
+    total[0] += size
+threads = [threading.Thread(target=read, args=(i,)) for i in range(len(paths))]
+start = time.perf_counter()
+for t in threads: t.start()
+for t in threads: t.join()
+print(total[0] / (time.perf_counter() - start), sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates)))
+EOF
+}
+bench_b8() {
+    local run rtt readers depth stream_s stream_rate aggregate fairness model i
+    local -a urls files
+    for ((run = 1; run <= repetitions; run++)); do
+        # The stream rate and the ceiling: one curl stream of all 16 files at RTT 0, cold.
+        urls=()
+        for ((i = 0; i < 16; i++)); do urls+=(-o /dev/null "$url/readers/r$i"); done
+        drop_caches
+        stream_s=$(seconds curl -s -f "${urls[@]}")
+        stream_rate=$(calc "16 * $reader_mib * 1048576 / $stream_s")
+        for rtt in 20 50; do
+            remote_port=${rtt_port[$rtt]}
+            for readers in 1 16; do
+                files=()
+                for ((i = 0; i < readers; i++)); do files+=("$work/mnt/readers/r$i"); done
+                for depth in 1 8 32; do
+                    fpfs_mount --pipeline-depth $depth
+                    ls "$work/mnt/readers" >/dev/null
+                    drop_caches
+                    read -r aggregate fairness < <(parallel_readers "${files[@]}")
+                    fpfs_unmount
+                    model=$(calc "$depth * 1048576 / ($rtt / 1000 + 1048576 / $stream_rate)")
+                    model=$(calc "($model < $stream_rate) ? $model : $stream_rate")
+                    sample "b8_${rtt}_${readers}_$depth" "$(calc "$aggregate / $model")"
+                    sample "b8_jain_${rtt}_${readers}_$depth" "$fairness"
+                    log "B8 run $run, RTT $rtt ms, $readers readers, depth $depth: $(calc "$aggregate / 1048576") MiB/s, model $(calc "$model / 1048576"), Jain $fairness"
+                done
+            done
+        done
+        remote_port=$port
+    done
+    for rtt in 20 50; do
+        for readers in 1 16; do
+            for depth in 1 8 32; do
+                row "B8 $readers readers of $reader_mib MiB, depth $depth, RTT $rtt ms" "aggregate ÷ min(curl's stream rate, depth × 1 MiB ÷ (RTT + 1 MiB ÷ stream rate))" "b8_${rtt}_${readers}_$depth" "≥ 0.85" ">=" 0.85
+                if ((readers > 1)); then
+                    row "B8 same" "Jain's fairness index of the readers' rates" "b8_jain_${rtt}_${readers}_$depth" "≥ 0.9" ">=" 0.9
+                fi
+            done
+        done
+    done
+}
 
 # --- B10: write-back ---------------------------------------------------------------------------
 # An application's time to write through the mount (a big file with fsync; many small files)
 # against the same on the local disk, and the time until the server holds it all (the write
 # plus `fpfs sync`) against curl uploading the same bytes over one connection.
-small_files=$(( quick ? 2000 : 10000 ))
-log "B10: ${big_mib} MiB written with fsync, ${small_files} files of 4 KiB"
-python3 - "$work/small" "$small_files" <<'PY'
+bench_b10() {
+    local run small_files=$((quick ? 2000 : 10000))
+    local local_big_s local_small_s curl_big_s curl_small_s app_big_s sync_big_s app_small_s sync_small_s
+    log "B10: ${big_mib} MiB written with fsync, ${small_files} files of 4 KiB"
+    python3 - "$work/small" "$small_files" <<'PY'
 import os, sys
 root, count = sys.argv[1], int(sys.argv[2])
 for d in range(count // 100):
@@ -336,51 +581,61 @@ for d in range(count // 100):
         with open(f"{root}/d{d:03}/f{f:02}", "wb") as out:
             out.write(os.urandom(4096))
 PY
-mkdir -m 777 "$work/remote/writes"
-# A curl config that uploads every small file over one connection, folders made first.
-{
-    (cd "$work/small" && find . -mindepth 1 -type d | sort) | while read -r folder; do
-        echo "url = \"$url/writes/curl-small/${folder#./}/\""
-        echo 'request = "MKCOL"'
-        echo 'next'
+    # A curl config that uploads every small file over one connection, folders made first.
+    {
+        (cd "$work/small" && find . -mindepth 1 -type d | sort) | while read -r folder; do
+            echo "url = \"$url/writes/curl-small/${folder#./}/\""
+            echo 'request = "MKCOL"'
+            echo 'next'
+        done
+        (cd "$work/small" && find . -type f | sort) | while read -r file; do
+            echo "upload-file = \"$work/small/${file#./}\""
+            echo "url = \"$url/writes/curl-small/${file#./}\""
+            echo 'next'
+        done
+    } >"$work/curl-small.conf"
+    for ((run = 1; run <= repetitions; run++)); do
+        rm -rf "$work/remote/writes/"* "$work/local-writes"
+        mkdir -p "$work/local-writes"
+        local_big_s=$(seconds dd if=/dev/zero of="$work/local-writes/big" bs=1M count="$big_mib" conv=fsync status=none)
+        local_small_s=$(seconds bash -c "cp -r '$work/small' '$work/local-writes/small' && sync")
+        curl_big_s=$(seconds curl -s -f -T "$work/local-writes/big" "$url/writes/curl-big")
+        curl -s -f -X MKCOL "$url/writes/curl-small/" -o /dev/null
+        curl_small_s=$(seconds curl -s -f -K "$work/curl-small.conf" -o /dev/null)
+        rm -rf "$work/remote/writes/"*
+        fpfs_mount
+        app_big_s=$(seconds dd if=/dev/zero of="$work/mnt/writes/big" bs=1M count="$big_mib" conv=fsync status=none)
+        sync_big_s=$(seconds "$fpfs" sync "$work/mnt" --timeout 3600)
+        app_small_s=$(seconds bash -c "cp -r '$work/small' '$work/mnt/writes/small' && sync")
+        sync_small_s=$(seconds "$fpfs" sync "$work/mnt" --timeout 3600)
+        fpfs_unmount
+        cmp -s "$work/local-writes/big" "$work/remote/writes/big" || log "B10: the server's copy of big differs"
+        diff -r -q "$work/small" "$work/remote/writes/small" >/dev/null || log "B10: the server's small files differ"
+        sample b10_big_app "$(calc "$local_big_s / $app_big_s")"
+        sample b10_big_remote "$(calc "($app_big_s + $sync_big_s) / $curl_big_s")"
+        sample b10_small_app "$(calc "$local_small_s / $app_small_s")"
+        sample b10_small_remote "$(calc "($app_small_s + $sync_small_s) / $curl_small_s")"
+        log "B10 run $run: big: local ${local_big_s}s, fpfs ${app_big_s}s + sync ${sync_big_s}s, curl ${curl_big_s}s; small: local ${local_small_s}s, fpfs ${app_small_s}s + sync ${sync_small_s}s, curl ${curl_small_s}s"
     done
-    (cd "$work/small" && find . -type f | sort) | while read -r file; do
-        echo "upload-file = \"$work/small/${file#./}\""
-        echo "url = \"$url/writes/curl-small/${file#./}\""
-        echo 'next'
-    done
-} >"$work/curl-small.conf"
-for ((run = 1; run <= repetitions; run++)); do
-    rm -rf "$work/remote/writes/"* "$work/local-writes"
-    mkdir -p "$work/local-writes"
-    local_big_s=$(seconds dd if=/dev/zero of="$work/local-writes/big" bs=1M count="$big_mib" conv=fsync status=none)
-    local_small_s=$(seconds bash -c "cp -r '$work/small' '$work/local-writes/small' && sync")
-    curl_big_s=$(seconds curl -s -f -T "$work/local-writes/big" "$url/writes/curl-big")
-    curl -s -f -X MKCOL "$url/writes/curl-small/" -o /dev/null
-    curl_small_s=$(seconds curl -s -f -K "$work/curl-small.conf" -o /dev/null)
-    rm -rf "$work/remote/writes/"*
-    fpfs_mount
-    app_big_s=$(seconds dd if=/dev/zero of="$work/mnt/writes/big" bs=1M count="$big_mib" conv=fsync status=none)
-    sync_big_s=$(seconds "$fpfs" sync "$work/mnt" --timeout 3600)
-    app_small_s=$(seconds bash -c "cp -r '$work/small' '$work/mnt/writes/small' && sync")
-    sync_small_s=$(seconds "$fpfs" sync "$work/mnt" --timeout 3600)
-    fpfs_unmount
-    cmp -s "$work/local-writes/big" "$work/remote/writes/big" || log "B10: the server's copy of big differs"
-    diff -r -q "$work/small" "$work/remote/writes/small" >/dev/null || log "B10: the server's small files differ"
-    sample b10_big_app "$(calc "$local_big_s / $app_big_s")"
-    sample b10_big_remote "$(calc "($app_big_s + $sync_big_s) / $curl_big_s")"
-    sample b10_small_app "$(calc "$local_small_s / $app_small_s")"
-    sample b10_small_remote "$(calc "($app_small_s + $sync_small_s) / $curl_small_s")"
-    log "B10 run $run: big: local ${local_big_s}s, fpfs ${app_big_s}s + sync ${sync_big_s}s, curl ${curl_big_s}s; small: local ${local_small_s}s, fpfs ${app_small_s}s + sync ${sync_small_s}s, curl ${curl_small_s}s"
+    row "B10 ${big_gib} GiB sequential write + fsync" "local disk ÷ fpfs (time the app waits)" b10_big_app "≥ 0.8" ">=" 0.8
+    row "B10 the same, until on the server" "fpfs (write + fpfs sync) ÷ curl -T" b10_big_remote "≤ 1.1" "<=" 1.1
+    row "B10 ${small_files} files of 4 KiB (cp -r)" "local disk ÷ fpfs (time the app waits)" b10_small_app "≥ 0.8" ">=" 0.8
+    row "B10 the same, until on the server" "fpfs (cp + fpfs sync) ÷ curl -K, one connection" b10_small_remote "≤ 1.1" "<=" 1.1
+}
+
+# --- run ----------------------------------------------------------------------------------------
+big_gib="$(calc "$big_mib / 1024")"
+started=$(now)
+for benchmark in B1 B2 B3 B5 B6 B7 B8 B10; do
+    if wants $benchmark; then
+        log "$benchmark"
+        "bench_${benchmark,,}"
+    fi
 done
-row "B10 ${big_gib} GiB sequential write + fsync" "local disk ÷ fpfs (time the app waits)" b10_big_app "≥ 0.8" ">=" 0.8
-row "B10 the same, until on the server" "fpfs (write + fpfs sync) ÷ curl -T" b10_big_remote "≤ 1.1" "<=" 1.1
-row "B10 ${small_files} files of 4 KiB (cp -r)" "local disk ÷ fpfs (time the app waits)" b10_small_app "≥ 0.8" ">=" 0.8
-row "B10 the same, until on the server" "fpfs (cp + fpfs sync) ÷ curl -K, one connection" b10_small_remote "≤ 1.1" "<=" 1.1
 
 # --- table --------------------------------------------------------------------------------------
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); Apache $(/usr/sbin/apache2 -v | sed -n 's/.*Apache\/\([^ ]*\).*/\1/p'), rclone $(rclone version | head -1 | cut -d' ' -f2); $repetitions repetitions$( ((quick)) && echo ', --quick')"
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); Apache $(/usr/sbin/apache2 -v | sed -n 's/.*Apache\/\([^ ]*\).*/\1/p'), rclone $(rclone version | head -1 | cut -d' ' -f2); $repetitions repetitions$( ((quick)) && echo ', --quick'); $only in $(calc "int(($(now) - $started) / 60)") min"
 echo
 echo "| benchmark | reference | ratio: median (min-max) | goal | holds |"
 echo "|---|---|---|---|---|"
