@@ -61,16 +61,14 @@ final class NodeTable: Sendable {
     /// (the item itself, its children) names the new one.
     func replaceIdentifier(_ old: ItemIdentifier, with remote: Item, inode: InodeNumber) {
         nodes.withLock { nodes in
-            for (key, var node) in nodes {
-                if key == inode {
-                    node.record.item.identifier = remote.identifier
-                    node.record.item.version = remote.version
-                } else if node.record.item.parentIdentifier == old {
-                    node.record.item.parentIdentifier = remote.identifier
-                } else {
-                    continue
-                }
-                nodes[key] = node
+            nodes[inode]?.record.item.identifier = remote.identifier
+            nodes[inode]?.record.item.version = remote.version
+            // Only a folder has children to rename; scanning (and mutating while iterating, which
+            // copied the whole table) for every uploaded file made creating files quadratic.
+            guard remote.kind == .directory else { return }
+            let children = nodes.compactMap { $0.value.record.item.parentIdentifier == old ? $0.key : nil }
+            for child in children {
+                nodes[child]?.record.item.parentIdentifier = remote.identifier
             }
         }
     }
