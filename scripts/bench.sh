@@ -475,25 +475,29 @@ bench_b7() {
         while read -r op value; do rate[local_$op]=$value; done < <(metadata_ops "$work/local-writes/b7" "$names")
         fpfs_mount
         while read -r op value; do rate[fpfs_$op]=$value; done < <(metadata_ops "$work/mnt/writes/b7-fpfs" "$names")
+        # The same count as through rclone: a folder's size changes the cost of its operations.
+        while read -r op value; do rate[fpfs_few_$op]=$value; done < <(metadata_ops "$work/mnt/writes/b7-fpfs-few" "$rclone_names")
         fpfs_unmount
         rclone_mount off --read-only=false
         while read -r op value; do rate[rclone_$op]=$value; done < <(metadata_ops "$work/rclone-mnt/writes/b7-rclone" "$rclone_names")
         rclone_unmount
         for op in create stat_cached rename unlink mkdir; do
             sample "b7_local_$op" "$(calc "${rate[fpfs_$op]} / ${rate[local_$op]}")"
-            sample "b7_rclone_$op" "$(calc "${rate[fpfs_$op]} / ${rate[rclone_$op]}")"
+            sample "b7_rclone_$op" "$(calc "${rate[fpfs_few_$op]} / ${rate[rclone_$op]}")"
         done
-        log "B7 run $run, operations per second (local/fpfs/rclone):$(for op in create stat stat_cached rename unlink mkdir; do
-            printf ' %s %.0f/%.0f/%.0f' $op "${rate[local_$op]}" "${rate[fpfs_$op]}" "${rate[rclone_$op]}"
-        done)"
+        log "B7 run $run, operations per second, $names names (local/fpfs) and $rclone_names (fpfs/rclone):$(
+            for op in create stat stat_cached rename unlink mkdir; do
+                printf ' %s %.0f/%.0f %.0f/%.0f' $op "${rate[local_$op]}" "${rate[fpfs_$op]}" "${rate[fpfs_few_$op]}" "${rate[rclone_$op]}"
+            done
+        )"
     done
     row "B7 stat of $names names, cached" "fpfs ÷ local disk, operations per second" b7_local_stat_cached "≥ 0.9" ">=" 0.9
-    row "B7 create of $names empty files" "fpfs ÷ rclone mount (cache off; $rclone_names names), operations per second" b7_rclone_create "≥ 5" ">=" 5
+    row "B7 create of $rclone_names empty files" "fpfs ÷ rclone mount (cache off), operations per second" b7_rclone_create "≥ 5" ">=" 5
     for op in create rename unlink mkdir; do
         row "B7 $op, $names names (no goal)" "fpfs ÷ local disk, operations per second" "b7_local_$op" "-" ">=" 0
     done
     for op in rename unlink mkdir; do
-        row "B7 $op, $names names (no goal)" "fpfs ÷ rclone mount (cache off; $rclone_names names), operations per second" "b7_rclone_$op" "-" ">=" 0
+        row "B7 $op, $rclone_names names (no goal)" "fpfs ÷ rclone mount (cache off), operations per second" "b7_rclone_$op" "-" ">=" 0
     done
 }
 

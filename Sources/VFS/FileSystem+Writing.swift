@@ -28,8 +28,8 @@ extension FileSystem {
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
             let file = OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true)
             // The creation journalled the contents already: the first write needs no entry of its
-            // own, and the size is saved when the handle is flushed.
-            _ = file.noteWrite()
+            // own, and the size is saved when the handle is flushed (if anything was written).
+            file.noteJournalled()
             let handle = self.openFiles.insert(file)
             return (self.entry(for: record), OpenReply(handle: FileHandle(handle), keepCache: true))
         }

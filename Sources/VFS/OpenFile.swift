@@ -15,8 +15,9 @@ final class OpenFile: Sendable {
     let local: LocalFile?
     /// Opened for writing: counted as a writer until released.
     let isWritable: Bool
-    /// Bytes were written through this handle since its changes were last saved in the store.
-    private let unsavedWrites = Mutex(false)
+    /// Whether the journal already says the contents changed (so a write needs no entry of its
+    /// own), and whether bytes were written since the handle's changes were last saved.
+    private let writes = Mutex((journalled: false, unsaved: false))
 
     init(record: ItemRecord, readAhead: ReadAheadWindow, local: LocalFile? = nil, isWritable: Bool = false) {
         self.record = record
@@ -28,19 +29,26 @@ final class OpenFile: Sendable {
     /// True when this handle reads the content version `record` has now.
     func isOf(_ record: ItemRecord) -> Bool { self.record.item.version.content == record.item.version.content }
 
-    /// Notes a write; true for the first one since the last save.
+    /// Notes a write; true when it must journal the change (the first since the last save, unless
+    /// the journal already holds one).
     func noteWrite() -> Bool {
-        unsavedWrites.withLock { unsaved in
-            defer { unsaved = true }
-            return !unsaved
+        writes.withLock { writes in
+            defer { writes = (journalled: true, unsaved: true) }
+            return !writes.journalled
         }
     }
 
-    /// True when writes happened since the last save; clears the mark.
+    /// The creation of a new file journalled its contents: its writes need no entry until saved.
+    func noteJournalled() {
+        writes.withLock { $0.journalled = true }
+    }
+
+    /// True when writes happened since the last save; clears the marks.
     func takeUnsavedWrites() -> Bool {
-        unsavedWrites.withLock { unsaved in
-            defer { unsaved = false }
-            return unsaved
+        writes.withLock { writes in
+            guard writes.unsaved else { return false }
+            writes = (journalled: false, unsaved: false)
+            return true
         }
     }
 
