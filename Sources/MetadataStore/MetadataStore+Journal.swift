@@ -105,7 +105,7 @@ extension MetadataStore {
                     SELECT item.*, pendingChange.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
                     ORDER BY pendingChange.sequence LIMIT ?
                     """, arguments: [limit]
-            ).map { row in PendingWork.change(try PendingChange(row: row), try ItemRecord(row: row)) }
+            ).map { row in PendingWork.change(PendingChange(joinedRow: row), try ItemRecord(row: row)) }
             let deletions = try PendingDeletion.fetchAll(
                 db, sql: "SELECT * FROM pendingDeletion ORDER BY sequence LIMIT ?", arguments: [limit]
             ).map(PendingWork.deletion)
@@ -171,7 +171,7 @@ extension MetadataStore {
                         WHERE pendingChange.inode = ?
                         """, arguments: [Int64(inode)])
             else { return nil }
-            let change = try PendingChange(row: row)
+            let change = PendingChange(joinedRow: row)
             guard change.sequence == sequence, change.isCreation || !change.fields.isEmpty else { return nil }
             try db.execute(
                 sql: "UPDATE pendingChange SET sending = fields, fields = 0 WHERE inode = ?", arguments: [Int64(inode)])

@@ -19,13 +19,22 @@ public struct PendingChange: Sendable, Hashable {
 }
 
 extension PendingChange: FetchableRecord {
-    public init(row: Row) throws {
-        self.inode = UInt64(row["inode"] as Int64)
-        self.sequence = row["sequence"]
-        self.isCreation = row["isCreation"]
-        self.fields = ItemFields(rawValue: UInt32(row["fields"] as Int64))
-        self.sending = ItemFields(rawValue: UInt32(row["sending"] as Int64))
-        self.attempts = row["attempts"]
-        self.lastError = row["lastError"]
+    /// Decodes a `SELECT * FROM pendingChange` row.
+    public init(row: Row) throws { self.init(row: row, from: 0) }
+
+    /// Decodes the pendingChange columns, in table order, starting at column `start` (after the
+    /// item's in `SELECT item.*, pendingChange.*`). By position, as `ItemRecord.init(row:)`: the
+    /// uploader decodes a window of the journal after every send.
+    init(row: Row, from start: Int) {
+        self.inode = UInt64(row[start] as Int64)
+        self.sequence = row[start + 1]
+        self.isCreation = row[start + 2]
+        self.fields = ItemFields(rawValue: UInt32(row[start + 3] as Int64))
+        self.sending = ItemFields(rawValue: UInt32(row[start + 4] as Int64))
+        self.attempts = row[start + 5]
+        self.lastError = row[start + 6]
     }
+
+    /// Decodes a `SELECT item.*, pendingChange.*` row's change.
+    init(joinedRow row: Row) { self.init(row: row, from: 1 + ItemRecord.columns.count) }
 }
