@@ -44,13 +44,14 @@ public struct FileAttributes: Sendable, Hashable {
     public var accessTime: FileTime
     public var modificationTime: FileTime
     public var changeTime: FileTime
-    /// The preferred I/O size (st_blksize).
+    /// The preferred I/O size (st_blksize): what buffered readers (stdio, Python's `open`) ask
+    /// for at once, and so what their first byte waits for (DECISIONS 74).
     public var blockSize: UInt32
 
     public init(
         inode: InodeNumber, type: FileType, permissions: UInt16, linkCount: UInt32 = 1, uid: UInt32 = 0,
         gid: UInt32 = 0, size: UInt64, blocks: UInt64, accessTime: FileTime, modificationTime: FileTime,
-        changeTime: FileTime, blockSize: UInt32 = 1 << 20
+        changeTime: FileTime, blockSize: UInt32 = 128 << 10
     ) {
         self.inode = inode
         self.type = type

@@ -253,7 +253,11 @@ public final class FileSystem: FileSystemOperations {
                 file = OpenFile(record: record, readAhead: readAhead)
                 // Holding the cached content from the start keeps this version's bytes readable
                 // through this handle even if the remote changes the file meanwhile.
-                if self.localBytes(of: record) > 0 { _ = try await file.cachedContent(in: self.cache) }
+                if self.localBytes(of: record) > 0 {
+                    _ = try await file.cachedContent(in: self.cache)
+                } else if record.item.size > 0 {
+                    self.prepareContent(of: file, for: context.pid)
+                }
             }
             // Handles of an older version still open (the remote changed the file) read through
             // the page cache, which is the inode's, not the handle's: this one bypasses it.
@@ -280,6 +284,7 @@ public final class FileSystem: FileSystemOperations {
             let range = offset..<min(offset + UInt64(size), item.size)
             let content = try await file.cachedContent(in: self.cache)
             let name = item.filename.description
+            var mayDownload: Bool?
             if content.isPresent(range) {
                 let blockSize = self.cache.blockSize
                 let blocks = Int((range.upperBound - 1) / blockSize - range.lowerBound / blockSize + 1)
@@ -288,10 +293,12 @@ public final class FileSystem: FileSystemOperations {
                     $0.reads.blocksFromCache += blocks
                 }
             } else {
+                // The gate is asked once per read: its answer also decides the read-ahead below.
                 if let blocked = self.gate.blockedName(of: context.pid) {
                     self.gate.recordRefusal(of: blocked)
                     throw Errno.deadlock
                 }
+                mayDownload = true
                 self.statistics.update { $0.reads.waited += 1 }
                 try await self.fetcher.ensurePresent(range, of: content, version: item.version, name: name)
             }
@@ -299,11 +306,28 @@ public final class FileSystem: FileSystemOperations {
                 let ahead = file.readAhead.withLock { $0.record(range, size: item.size) }
                 if !ahead.isEmpty, content.isPresent(ahead) {
                     content.preload(ahead)
-                } else if !ahead.isEmpty, self.gate.blockedName(of: context.pid) == nil {
+                } else if !ahead.isEmpty, mayDownload ?? (self.gate.blockedName(of: context.pid) == nil) {
                     self.fetcher.prefetch(ahead, of: content, version: item.version, name: name)
                 }
             }
             return .fileRange(file: CacheFileReference(content), offset: range.lowerBound, length: range.count)
+        }
+    }
+
+    /// Opens the cached content of a handle with nothing local yet in the background, so that the
+    /// store record and cache file it needs are (mostly) made while the kernel answers the open
+    /// and sends the first read, not between that read and its fetch. A listed process (the gate)
+    /// gets none: it may not download, and its opens should leave nothing behind.
+    private func prepareContent(of file: OpenFile, for pid: Int32) {
+        let (gate, cache, logger) = (self.gate, self.cache, self.logger)
+        Task {
+            guard gate.blockedName(of: pid) == nil else { return }
+            do {
+                _ = try await file.cachedContent(in: cache)
+            } catch {
+                // The first read opens it again and reports the failure.
+                logger.debug("cannot open the cached content of \(file.record.identifier) early: \(error)")
+            }
         }
     }
 
