@@ -9,11 +9,15 @@ import GRDB
 extension MetadataStore {
     /// Stores an item made here, journals its creation and, for a file, notes that its content
     /// lives in the local folder. A new directory is complete: it has no children anywhere yet.
-    @discardableResult
-    public func insertLocalItem(_ item: Item, fields: ItemFields) async throws -> ItemRecord {
+    /// Nil when its folder has an item of that name already (checked in the same transaction).
+    public func insertLocalItem(_ item: Item, fields: ItemFields) async throws -> ItemRecord? {
         try await writer.write { db in
             var item = item
             item.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
+            let taken = try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM item WHERE parentIdentifier = ? AND filename = ?"),
+                arguments: [item.parentIdentifier.rawValue, Data(item.filename.bytes)])
+            guard taken == nil else { return nil }
             let record = try Self.upsert(item, in: db)
             let sequence = try Self.nextSequence(in: db)
             try db.execute(

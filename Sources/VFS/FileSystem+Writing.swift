@@ -92,7 +92,6 @@ extension FileSystem {
         let filename = try Self.validName(name)
         try refuseNameTheRemoteCannotHold(filename, in: directory.identifier)
         try await lister.ensureListed(directory.identifier)
-        if try await store.child(of: directory.identifier, named: filename) != nil { throw Errno.fileExists }
         let now = Timestamp.now
         let item = Item(
             identifier: .makeLocal(), parentIdentifier: directory.identifier, filename: filename, kind: kind,
@@ -105,7 +104,7 @@ extension FileSystem {
         case .symlink: fields.insert(.symlinkTarget)
         case .directory: break
         }
-        let record = try await store.insertLocalItem(item, fields: fields)
+        guard let record = try await store.insertLocalItem(item, fields: fields) else { throw Errno.fileExists }
         nodes.remember(record, addingLookup: true)
         return record
     }
