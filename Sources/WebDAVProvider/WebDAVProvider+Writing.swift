@@ -3,6 +3,7 @@ import FileProviderKit
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// The write half. WebDAV cannot compare-and-swap a whole change, so each call checks the remote
 /// with a PROPFIND and then sends the change with the HTTP precondition that makes a race lose
@@ -165,13 +166,17 @@ extension WebDAVProvider {
         -> HTTPResponseStatus
     {
         let body: @Sendable () -> HTTPClientRequest.Body
+        // Closed when the request is over, even if the server answered before reading the whole
+        // body (a 413): each attempt's descriptor kept a deleted snapshot's disk space otherwise.
+        let opened = OpenedFiles()
+        defer { opened.closeAll() }
         switch upload {
         case .file(let contents?):
             let size = try await BlockingIO.run {
                 ((try FileManager.default.attributesOfItem(atPath: contents.path))[.size] as? NSNumber)?.int64Value ?? 0
             }
             let progress = UploadProgress.reporter(for: contents)
-            body = { .stream(FileChunks(url: contents, progress: progress), length: .known(size)) }
+            body = { .stream(FileChunks(url: contents, opened: opened, progress: progress), length: .known(size)) }
         case .file(nil):
             body = { .bytes(ByteBuffer()) }
         case .bytes(let bytes):
@@ -231,37 +236,59 @@ extension WebDAVProvider {
 struct FileChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let url: URL
+    /// Where the opened file is registered, so the request's owner closes it in the end.
+    let opened: OpenedFiles
     /// The engine's progress reporter for this file (`UploadProgress`), if any.
     let progress: (@Sendable (UInt64) -> Void)?
 
-    func makeAsyncIterator() -> Iterator { Iterator(url: url, progress: progress) }
+    func makeAsyncIterator() -> Iterator { Iterator(url: url, opened: opened, progress: progress) }
 
     struct Iterator: AsyncIteratorProtocol {
         let url: URL
+        let opened: OpenedFiles
         let progress: (@Sendable (UInt64) -> Void)?
         var handle: FileHandle?
         var finished = false
 
-        init(url: URL, progress: (@Sendable (UInt64) -> Void)?) {
+        init(url: URL, opened: OpenedFiles, progress: (@Sendable (UInt64) -> Void)?) {
             self.url = url
+            self.opened = opened
             self.progress = progress
         }
 
         mutating func next() async throws -> ByteBuffer? {
             if finished { return nil }
             if handle == nil {
-                let url = url
-                handle = try await BlockingIO.run { try FileHandle(forReadingFrom: url) }
+                let (url, opened) = (url, opened)
+                handle = try await BlockingIO.run { try opened.open(url) }
             }
             let handle = handle!
             let chunk = try await BlockingIO.run { try handle.read(upToCount: 1 << 20) ?? Data() }
             if chunk.isEmpty {
                 finished = true
-                try? handle.close()
                 return nil
             }
             progress?(UInt64(chunk.count))
             return ByteBuffer(bytes: chunk)
+        }
+    }
+}
+
+/// The files a request body opened, closed together once the request is over.
+final class OpenedFiles: Sendable {
+    private let handles = Mutex<[FileHandle]>([])
+
+    func open(_ url: URL) throws -> FileHandle {
+        let handle = try FileHandle(forReadingFrom: url)
+        handles.withLock { $0.append(handle) }
+        return handle
+    }
+
+    func closeAll() {
+        for handle in handles.withLock({ handles in
+            defer { handles = [] }; return handles
+        }) {
+            try? handle.close()
         }
     }
 }

@@ -174,4 +174,27 @@ extension MountTests.WriteMountTests {
         #expect(!attempt.succeeded && attempt.stderr.contains("has no trash"), "fpfs mount --trash said \(attempt)")
         #expect(!MountTable.isMounted(scratch.mountpoint))
     }
+
+    @Test("an upload the server refuses (413) is retried without keeping its deleted snapshot open")
+    func refusedUploadKeepsNoSnapshotOpen() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let remote = try await WritableRemote.start(.apache, in: scratch, maximumRequestBody: 1 << 20)
+        defer { remote.stop() }
+        let mount = try await TestMount.start(remote: remote.argument, in: scratch)
+        defer { mount.unmount() }
+        try await Command.bash("head -c 3000000 /dev/urandom > \"$1\"", mount.path("big.bin")).check()
+        let deadline = ContinuousClock.now + .seconds(90)
+        while try await remote.accessLog().filter({ $0.method == "PUT" && $0.status == 413 }).count < 3 {
+            try #require(ContinuousClock.now < deadline, "the server did not refuse three PUTs in 90 s")
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let pid = try await mount.status().pid
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+        let deleted = descriptors.compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+        }
+        .filter { $0.hasSuffix("(deleted)") }
+        #expect(deleted.isEmpty, "the daemon keeps deleted files open: \(deleted)")
+    }
 }

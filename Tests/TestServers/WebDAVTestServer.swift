@@ -85,10 +85,11 @@ public final class WebDAVTestServer: @unchecked Sendable {
     /// the end of its error log if it does not within 20 seconds. With `bytesPerSecond` (Apache
     /// only) every answer's body is sent no faster, so tests can keep requests in flight; with
     /// `tls` (Apache only) it speaks HTTPS. With `port` it listens there (a server started again
-    /// where a mount expects it) and makes one attempt only.
+    /// where a mount expects it) and makes one attempt only. With `maximumRequestBody` (Apache
+    /// only) larger request bodies are refused with 413.
     public static func start(
         _ kind: Kind, serving root: URL, credentials: Credentials? = nil, bytesPerSecond: Int? = nil, tls: TLS? = nil,
-        port fixedPort: Int? = nil
+        port fixedPort: Int? = nil, maximumRequestBody: Int? = nil
     ) async throws -> WebDAVTestServer {
         var lastFailure = "no attempt"
         for _ in 0..<(fixedPort == nil ? 5 : 1) {
@@ -100,7 +101,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
                 if let tls { try makeCertificate(in: directory, trusted: tls == .trustedBySystem) }
                 try apacheConfiguration(
                     root: root, port: port, directory: directory, credentials: credentials,
-                    bytesPerSecond: bytesPerSecond, tls: tls != nil
+                    bytesPerSecond: bytesPerSecond, tls: tls != nil, maximumRequestBody: maximumRequestBody
                 ).write(to: directory.appending(path: "httpd.conf"), atomically: true, encoding: .utf8)
                 arguments = ["/usr/sbin/apache2", "-f", directory.appending(path: "httpd.conf").path, "-DFOREGROUND"]
             case .rclone:
@@ -280,7 +281,8 @@ public final class WebDAVTestServer: @unchecked Sendable {
     }
 
     private static func apacheConfiguration(
-        root: URL, port: Int, directory: URL, credentials: Credentials?, bytesPerSecond: Int?, tls: Bool
+        root: URL, port: Int, directory: URL, credentials: Credentials?, bytesPerSecond: Int?, tls: Bool,
+        maximumRequestBody: Int?
     ) throws -> String {
         let modules =
             [
@@ -343,6 +345,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
               AllowOverride None
               \(auth)
               \(rate ?? "")
+              \(maximumRequestBody.map { "LimitRequestBody \($0)" } ?? "")
             </Directory>
             """
     }

@@ -35,14 +35,16 @@ final class WritableRemote: @unchecked Sendable {
         self.port = server?.port
     }
 
-    static func start(_ kind: Kind, in scratch: Scratch) async throws -> WritableRemote {
+    static func start(_ kind: Kind, in scratch: Scratch, maximumRequestBody: Int? = nil) async throws -> WritableRemote
+    {
         switch kind {
         case .folder:
             return WritableRemote(kind: kind, scratch: scratch, server: nil)
         case .apache, .rclone, .nextcloud:
             try scratch.openRemoteToServers()
             let server = try await WebDAVTestServer.start(
-                Self.serverKind(kind), serving: URL(fileURLWithPath: scratch.remote))
+                Self.serverKind(kind), serving: URL(fileURLWithPath: scratch.remote),
+                maximumRequestBody: maximumRequestBody)
             return WritableRemote(kind: kind, scratch: scratch, server: server)
         }
     }
