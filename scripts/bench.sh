@@ -120,6 +120,8 @@ DavLockDB $work/apache/lock/davlock
 Alias /dav $work/remote
 <Directory $work/remote>
   Dav On
+  # Apache 2.4.54 and later refuse request bodies over 1 GiB by default (413); B10 sends 4 GiB.
+  LimitRequestBody 0
   Options None
   AllowOverride None
   Require all granted
@@ -146,11 +148,11 @@ remote_port=$port
 
 # --- helpers ----------------------------------------------------------------------------------
 now() { date +%s.%N; }
-# Seconds a command takes, to the millisecond.
+# Seconds a command takes, to the millisecond; a failure is logged (its time would mean nothing).
 seconds() {
     local start end
     start=$(now)
-    "$@" >/dev/null
+    "$@" >/dev/null || log "failed with status $?: $*"
     end=$(now)
     awk -v a="$start" -v b="$end" 'BEGIN { print b - a }'
 }
