@@ -106,13 +106,14 @@ extension MetadataStore {
 
     /// Where the journal stands: its clock, and whether anything waits in it.
     public func journalState() async throws -> JournalState {
-        try await writer.read { db in
-            let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM journalClock") ?? 0
-            let waiting = try Bool.fetchOne(
-                db,
-                sql: "SELECT EXISTS (SELECT 1 FROM pendingChange) OR EXISTS (SELECT 1 FROM pendingDeletion)")
-            return JournalState(sequence: sequence, isEmpty: !(waiting ?? false))
-        }
+        try await writer.read { db in try Self.journalState(in: db) }
+    }
+
+    private static func journalState(in db: Database) throws -> JournalState {
+        let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM journalClock") ?? 0
+        let waiting = try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM pendingChange) OR EXISTS (SELECT 1 FROM pendingDeletion)")
+        return JournalState(sequence: sequence, isEmpty: !(waiting ?? false))
     }
 
     /// Replaces the stored listing of `directory` with `items` (all of them), provided the journal
@@ -123,11 +124,8 @@ extension MetadataStore {
         of directory: ItemIdentifier, with items: [Item], ifJournalAt sequence: Int64
     ) async throws -> Bool {
         try await writer.write { db in
-            let now = try Int64.fetchOne(db, sql: "SELECT sequence FROM journalClock") ?? 0
-            let waiting = try Bool.fetchOne(
-                db,
-                sql: "SELECT EXISTS (SELECT 1 FROM pendingChange) OR EXISTS (SELECT 1 FROM pendingDeletion)")
-            guard now == sequence, !(waiting ?? false) else { return false }
+            let now = try Self.journalState(in: db)
+            guard now.sequence == sequence, now.isEmpty else { return false }
             for item in items { _ = try Self.upsert(item, in: db) }
             try Self.completeListing(of: directory, seen: Set(items.map(\.identifier)), in: db)
             return true

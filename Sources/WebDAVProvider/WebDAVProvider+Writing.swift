@@ -285,10 +285,11 @@ final class OpenedFiles: Sendable {
     }
 
     func closeAll() {
-        for handle in handles.withLock({ handles in
-            defer { handles = [] }; return handles
-        }) {
-            try? handle.close()
+        let all = handles.withLock { handles in
+            let all = handles
+            handles = []
+            return all
         }
+        for handle in all { try? handle.close() }
     }
 }
