@@ -13,6 +13,11 @@ import GRDB
 /// The SQLite store of one mount's metadata.
 public final class MetadataStore: Sendable {
     let writer: any DatabaseWriter
+    private let itemChanges = ItemChangeCounter()
+
+    /// Moves whenever a committed transaction added, changed or removed items; read it before
+    /// reading items to know later whether they may have changed since.
+    public var itemGeneration: UInt64 { itemChanges.count }
 
     /// Opens (creating if needed) the store in `file`.
     public init(file: URL) throws {
@@ -24,12 +29,14 @@ public final class MetadataStore: Sendable {
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         self.writer = try DatabasePool(path: file.path, configuration: configuration)
         try Self.migrator.migrate(writer)
+        writer.add(transactionObserver: itemChanges, extent: .databaseLifetime)
     }
 
     /// A store that lives in memory only, for tests.
     public init() throws {
         self.writer = try DatabaseQueue()
         try Self.migrator.migrate(writer)
+        writer.add(transactionObserver: itemChanges, extent: .databaseLifetime)
     }
 
     private static var migrator: DatabaseMigrator {

@@ -41,6 +41,7 @@ public final class FileSystem: FileSystemOperations {
     let evictor: CacheEvictor
     let replicator: ChangeReplicator
     private let openDirectories = HandleTable<OpenDirectory>()
+    private let kernelListings = KernelListings()
 
     /// True when the remote could not be reached at start and the mount serves what the store
     /// and cache hold (DESIGN §5, offline).
@@ -363,28 +364,48 @@ public final class FileSystem: FileSystemOperations {
         try await answering {
             let directory = try await self.directory(inode)
             try await self.lister.ensureListed(directory.identifier)
-            let children = try await self.store.children(of: directory.identifier)
-            let parent =
-                inode == .root
-                ? directory : try await self.store.record(identifier: directory.item.parentIdentifier) ?? directory
-            let handle = self.openDirectories.insert(
-                OpenDirectory(directory: directory, parent: parent, children: children))
-            return OpenReply(handle: FileHandle(handle))
+            // Unchanged items since the kernel cached this listing: nothing to read now.
+            if self.kernelListings.mayKeep(inode, generation: self.store.itemGeneration) {
+                let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
+                return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
+            }
+            let listing = try await self.listing(of: directory, inode: inode)
+            let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: listing))
+            return OpenReply(
+                handle: FileHandle(handle), keepCache: self.kernelListings.mayKeep(inode, listing: listing),
+                cacheDirectory: true)
         }
+    }
+
+    /// Reads the listing of `directory` from the store.
+    private func listing(of directory: ItemRecord, inode: InodeNumber) async throws -> DirectoryListing {
+        let generation = store.itemGeneration
+        let children = try await store.children(of: directory.identifier)
+        let parent =
+            inode == .root
+            ? directory : try await store.record(identifier: directory.item.parentIdentifier) ?? directory
+        return DirectoryListing(
+            parent: parent, children: children,
+            digest: KernelListings.digest(directory: directory, parent: parent, children: children),
+            generation: generation)
     }
 
     public func readdir(
         inode: InodeNumber, handle: FileHandle, offset: UInt64, into buffer: inout DirectoryBuffer,
         context: RequestContext
     ) async throws {
-        guard let listing = openDirectories[handle.rawValue] else { throw Errno.badFileDescriptor }
+        guard let open = openDirectories[handle.rawValue] else { throw Errno.badFileDescriptor }
+        let listing = try await answering {
+            try await open.listing { try await self.listing(of: open.directory, inode: inode) }
+        }
+        kernelListings.answered(inode, offset: offset, from: listing)
         // Position 0 is ".", 1 is "..", 2 + i is child i; an entry's next offset is its position + 1.
         var position = Int(offset)
         while true {
             let name: [UInt8]
             let record: ItemRecord
             switch position {
-            case 0: (name, record) = (Array(".".utf8), listing.directory)
+            case 0: (name, record) = (Array(".".utf8), open.directory)
             case 1: (name, record) = (Array("..".utf8), listing.parent)
             case let index where index - 2 < listing.children.count:
                 record = listing.children[index - 2]

@@ -66,12 +66,38 @@ final class OpenFile: Sendable {
     }
 }
 
-/// One open directory handle: the listing as it was at opendir, so that offsets stay valid while
-/// the handle is open.
-struct OpenDirectory: Sendable {
-    let directory: ItemRecord
+/// One listing of a directory, as the store had it: the parent (for ".."), the children in
+/// readdir order, its `KernelListings.digest`, and the store's item generation read before it.
+struct DirectoryListing: Sendable {
     let parent: ItemRecord
     let children: [ItemRecord]
+    let digest: Int
+    let generation: UInt64
+}
+
+/// One open directory handle. Its listing is read once, at opendir, or, when the kernel keeps
+/// the listing it cached, at the first readdir that still reaches the daemon; it stays the same
+/// while the handle is open, so that offsets stay valid.
+final class OpenDirectory: Sendable {
+    let directory: ItemRecord
+    private let loaded: Mutex<DirectoryListing?>
+
+    init(directory: ItemRecord, listing: DirectoryListing?) {
+        self.directory = directory
+        self.loaded = Mutex(listing)
+    }
+
+    /// The handle's listing, read with `read` the first time. (The kernel sends one readdir of a
+    /// handle at a time.)
+    func listing(read: () async throws -> DirectoryListing) async throws -> DirectoryListing {
+        if let listing = loaded.withLock({ $0 }) { return listing }
+        let listing = try await read()
+        return loaded.withLock { loaded in
+            if let earlier = loaded { return earlier }
+            loaded = listing
+            return listing
+        }
+    }
 }
 
 /// Open handles by number.

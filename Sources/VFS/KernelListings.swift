@@ -1,0 +1,68 @@
+import FuseKit
+import MetadataStore
+import Synchronization
+
+/// Which listing the kernel's readdir cache holds for each directory, so that `opendir` can let
+/// the kernel keep that cache exactly when the listing is still the same.
+///
+/// Every opendir asks the kernel to cache the listing (`cache_readdir`); it keeps what it cached
+/// before (`keep_cache`) only if the store's items have not changed since that listing was read
+/// (same item generation), or if the current listing has the same digest. Whatever changed the
+/// folder (a request through the mount, a remote change, a re-listing, a conflict copy), the
+/// kernel fills its cache again: no path that changes a folder has to remember to tell the
+/// kernel. A warm `ls -lR` then reads listings from the kernel, and its opendirs read nothing
+/// from the store.
+final class KernelListings: Sendable {
+    private struct Filled {
+        let digest: Int
+        /// A store item generation at which the listing had this digest.
+        var generation: UInt64
+    }
+    /// Guards what each directory's kernel cache was filled from; no entry when unknown (never
+    /// filled, or possibly filled from two different listings).
+    private let filled = Mutex<[InodeNumber: Filled]>([:])
+
+    /// The digest of a listing: what the kernel's readdir cache keeps of it, in order (names,
+    /// inode numbers and kinds of the entries, "." and ".." included).
+    static func digest(directory: ItemRecord, parent: ItemRecord, children: [ItemRecord]) -> Int {
+        var hasher = Hasher()
+        hasher.combine(directory.inode)
+        hasher.combine(parent.inode)
+        for child in children {
+            hasher.combine(child.inode)
+            hasher.combine(child.item.filename.bytes)
+            hasher.combine(child.item.kind)
+        }
+        return hasher.finalize()
+    }
+
+    /// Whether the kernel may keep the listing it cached for `inode` because no item changed
+    /// since it was read (the store's item generation is still `generation`).
+    func mayKeep(_ inode: InodeNumber, generation: UInt64) -> Bool {
+        filled.withLock { $0[inode]?.generation == generation }
+    }
+
+    /// Whether the kernel may keep the listing it cached for `inode` because it equals `listing`;
+    /// if so, it is known current as of `listing`'s generation.
+    func mayKeep(_ inode: InodeNumber, listing: DirectoryListing) -> Bool {
+        filled.withLock { filled in
+            guard filled[inode]?.digest == listing.digest else { return false }
+            filled[inode]?.generation = listing.generation
+            return true
+        }
+    }
+
+    /// Notes a readdir of `inode` at `offset` answered from `listing`. The kernel fills its cache
+    /// from position 0 on; a later position answered from a different listing (a handle opened
+    /// before a change) may mix two listings in it, so the cache is then unknown and the next
+    /// opendir drops it.
+    func answered(_ inode: InodeNumber, offset: UInt64, from listing: DirectoryListing) {
+        filled.withLock { filled in
+            if offset == 0 {
+                filled[inode] = Filled(digest: listing.digest, generation: listing.generation)
+            } else if filled[inode]?.digest != listing.digest {
+                filled[inode] = nil
+            }
+        }
+    }
+}
