@@ -4,23 +4,23 @@ import Foundation
 /// The part of a long listing beyond its first page, kept on disk until the engine asks for it.
 ///
 /// A PROPFIND answer comes whole, but the engine takes a listing page by page; holding the rest of
-/// a 100 000-entry folder in memory meanwhile is what this avoids. Items are JSON lines in a file
-/// named by a random id; a page token is `<id>:<offset>` — the file and where the next page starts.
+/// a 100 000-entry folder in memory meanwhile is what this avoids. Items are `SpooledItem` records
+/// in a file named by a random id; a page token is `<id>:<offset>` — the file and where the next
+/// page starts.
 /// The file is removed with its last page; a token whose file is gone gets `pageExpired`.
 struct ListingSpool {
     /// Items waiting to be written, flushed in batches so disk writes stay large.
-    private var pending = Data()
+    private var pending: [UInt8] = []
     private let file: URL
     private let id = UUID().uuidString
     private static let flushSize = 1 << 20
 
     init(directory: URL) {
-        file = directory.appending(path: "listing-\(id).jsonl")
+        file = Self.file(id, in: directory)
     }
 
     mutating func append(_ item: Item) async throws {
-        pending.append(try JSONEncoder().encode(item))
-        pending.append(0x0A)
+        SpooledItem.append(item, to: &pending)
         if pending.count >= Self.flushSize { try await flush() }
     }
 
@@ -32,7 +32,7 @@ struct ListingSpool {
 
     private mutating func flush() async throws {
         let (data, file) = (pending, file)
-        pending = Data()
+        pending = []
         try await BlockingIO.run {
             if !FileManager.default.fileExists(atPath: file.path) {
                 _ = FileManager.default.createFile(atPath: file.path, contents: nil)
@@ -51,36 +51,51 @@ struct ListingSpool {
             throw ProviderError.pageExpired
         }
         let id = String(parts[0])
-        let file = directory.appending(path: "listing-\(id).jsonl")
+        let file = Self.file(id, in: directory)
         return try await BlockingIO.run {
             guard let handle = try? FileHandle(forReadingFrom: file) else { throw ProviderError.pageExpired }
             defer { try? handle.close() }
             try handle.seek(toOffset: offset)
             var items: [Item] = []
             var consumed = offset
-            var buffer = Data()
+            var buffer: [UInt8] = []
+            var index = 0
             var atEnd = false
             while items.count < limit {
-                guard let newline = buffer.firstIndex(of: 0x0A) else {
+                let record: (item: Item, end: Int)?
+                do {
+                    record = try SpooledItem.next(in: buffer, at: index)
+                } catch {
+                    throw ProviderError.cannotSynchronize(reason: "the listing spool \(file.path) is damaged")
+                }
+                guard let record else {
                     let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
                     if chunk.isEmpty {
                         atEnd = true
                         break
                     }
-                    buffer.append(chunk)
+                    buffer = Array(buffer[index...]) + chunk
+                    index = 0
                     continue
                 }
-                let line = buffer[buffer.startIndex..<newline]
-                items.append(try JSONDecoder().decode(Item.self, from: line))
-                consumed += UInt64(line.count + 1)
-                buffer = buffer[(newline + 1)...]
+                items.append(record.item)
+                consumed += UInt64(record.end - index)
+                index = record.end
             }
-            if !atEnd, buffer.isEmpty, try handle.read(upToCount: 1)?.isEmpty ?? true { atEnd = true }
-            if atEnd && buffer.isEmpty {
+            let bufferEmpty = index == buffer.count
+            if atEnd && !bufferEmpty {
+                throw ProviderError.cannotSynchronize(reason: "the listing spool \(file.path) ends inside an item")
+            }
+            if !atEnd, bufferEmpty, try handle.read(upToCount: 1)?.isEmpty ?? true { atEnd = true }
+            if atEnd && bufferEmpty {
                 try? FileManager.default.removeItem(at: file)
                 return ItemPage(items: items, nextPage: nil)
             }
             return ItemPage(items: items, nextPage: try EnumerationPage("\(id):\(consumed)"))
         }
+    }
+
+    private static func file(_ id: String, in directory: URL) -> URL {
+        directory.appending(path: "listing-\(id).spool")
     }
 }

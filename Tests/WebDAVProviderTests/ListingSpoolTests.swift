@@ -1,0 +1,65 @@
+import FileProviderKit
+import Foundation
+import Testing
+
+@testable import WebDAVProvider
+
+@Suite struct ListingSpoolTests {
+    /// Items that use every field: optional ones set on some, names that are not UTF-8, long
+    /// versions, user info and extended attributes.
+    static func items(_ count: Int) -> [Item] {
+        (0..<count).map { index in
+            var filename = Array("name-\(index)".utf8)
+            if index % 3 == 0 { filename += [0xFF, 0xFE] }
+            let kind: ItemKind = index % 5 == 0 ? .directory : index % 7 == 0 ? .symlink : .file
+            let created: Timestamp? = index % 2 == 0 ? Timestamp(seconds: -Int64(index), nanoseconds: 999_999_999) : nil
+            let modified = Timestamp(seconds: Int64(index) * 1_000_003, nanoseconds: UInt32(index))
+            let version = ItemVersion(
+                content: [UInt8](repeating: UInt8(index % 256), count: index % 129), metadata: Array("m\(index)".utf8))
+            let target: [UInt8]? = index % 7 == 0 ? Array("../target \(index)".utf8) : nil
+            let userInfo: [String: String] = index % 4 == 0 ? ["etag": "\"\(index)\"", "ü": "value"] : [:]
+            let attributes: [String: [UInt8]]? = index % 6 == 0 ? ["user.a": [0, 1, 2], "user.empty": []] : nil
+            return Item(
+                identifier: ItemIdentifier("/dav/folder/é \(index)"), parentIdentifier: ItemIdentifier("/dav/folder/"),
+                filename: Filename(bytes: filename), kind: kind, size: UInt64(index) << 33, creationDate: created,
+                contentModificationDate: modified, permissions: UInt16(index % 0o7777),
+                capabilities: ItemCapabilities(rawValue: UInt32(index % 128)), version: version, symlinkTarget: target,
+                userInfo: userInfo, extendedAttributes: attributes)
+        }
+    }
+
+    @Test func itemsComeBackPageByPageAsTheyWentInAndTheFileGoesWithTheLastPage() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let items = Self.items(2500)
+        var spool = ListingSpool(directory: directory)
+        for item in items { try await spool.append(item) }
+        let first = try await spool.finish()
+        var page: EnumerationPage? = first
+        var read: [Item] = []
+        var pages = 0
+        while let token = page {
+            let result = try await ListingSpool.page(token, in: directory, limit: 1000)
+            read += result.items
+            page = result.nextPage
+            pages += 1
+        }
+        #expect(pages == 3)
+        #expect(read == items)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        await #expect(throws: ProviderError.pageExpired) {
+            _ = try await ListingSpool.page(first, in: directory, limit: 10)
+        }
+    }
+
+    @Test func aDamagedRecordIsAnErrorNotAnItem() throws {
+        var record: [UInt8] = []
+        SpooledItem.append(Self.items(1)[0], to: &record)
+        #expect(try SpooledItem.next(in: record, at: 0)?.item == Self.items(1)[0])
+        #expect(try SpooledItem.next(in: Array(record.dropLast()), at: 0) == nil, "incomplete: read more")
+        var damaged = record
+        damaged[0] &-= 1  // the length says one byte less than the fields take
+        #expect(throws: SpooledItem.Malformed.self) { try SpooledItem.next(in: damaged, at: 0) }
+    }
+}
