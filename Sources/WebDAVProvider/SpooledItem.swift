@@ -25,7 +25,6 @@ enum SpooledItem {
         record.optional(item.symlinkTarget) { $0.bytes($1) }
         record.pairs(item.userInfo) { $0.string($1) }
         record.optional(item.extendedAttributes) { record, attributes in record.pairs(attributes) { $0.bytes($1) } }
-        output.reserveCapacity(output.count + 4 + record.output.count)
         withUnsafeBytes(of: UInt32(record.output.count).littleEndian) { output.append(contentsOf: $0) }
         output.append(contentsOf: record.output)
     }
