@@ -395,7 +395,9 @@ public final class FileSystem: FileSystemOperations {
         context: RequestContext
     ) async throws {
         guard let open = openDirectories[handle.rawValue] else { throw Errno.badFileDescriptor }
-        let listing = try await answering {
+        // Reading a listing changes nothing, so it may give up with its caller: no task of its own,
+        // which would cost every readdir a hop even when the handle has its listing already.
+        let listing = try await answeringInterruptibly {
             try await open.listing { try await self.listing(of: open.directory, inode: inode) }
         }
         kernelListings.answered(inode, offset: offset, from: listing)
