@@ -53,22 +53,33 @@ final class ContentFetcher: Sendable {
 
     /// Returns once `range` of `content` is local, fetching what is missing at `priority`
     /// (interactive: a process waits, and the fetches it joins go ahead too).
+    ///
+    /// `ahead` is prefetched right after the fetches of `range` have started, not once they have
+    /// ended: a sequential reader's next blocks are then on their way while it waits for this one,
+    /// instead of a round trip later.
     func ensurePresent(
         _ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String,
-        priority: FetchPriority = .interactive
+        priority: FetchPriority = .interactive, prefetching ahead: Range<UInt64>? = nil
     ) async throws {
+        var prefetched = false
         try await content.waitUntilPresent(
             range, granularity: granularity,
             start: { claims in
                 for claim in claims { start(claim, of: content, version: version, name: name, priority: priority) }
             },
             joined: { claims in
-                guard priority == .interactive else { return }
-                let waiting = running.withLock { running in
-                    claims.compactMap { running[ClaimKey(fileNumber: content.fileNumber, claim: $0.id)]?.ticket }
+                if priority == .interactive {
+                    let waiting = running.withLock { running in
+                        claims.compactMap { running[ClaimKey(fileNumber: content.fileNumber, claim: $0.id)]?.ticket }
+                    }
+                    for ticket in waiting { limiter.promote(ticket) }
                 }
-                for ticket in waiting { limiter.promote(ticket) }
+                if let ahead {
+                    prefetch(ahead, of: content, version: version, name: name)
+                    prefetched = true
+                }
             })
+        if !prefetched, let ahead { prefetch(ahead, of: content, version: version, name: name) }
     }
 
     /// Starts fetching the missing parts of `range` at read-ahead priority, without waiting.
@@ -94,10 +105,14 @@ final class ContentFetcher: Sendable {
         let key = ClaimKey(fileNumber: content.fileNumber, claim: claim.id)
         let ticket = limiter.makeTicket()
         running.withLock { $0[key] = (ticket, nil) }
+        // A free slot is taken now, so that slots go in the order fetches were started (a read's
+        // own blocks before the read-ahead started just after them), whatever order the tasks
+        // run in.
+        let holdsSlot = limiter.tryAcquire()
         let task = Task {
             defer { _ = running.withLock { $0.removeValue(forKey: key) } }
             do {
-                try await limiter.acquire(ticket, priority: priority)
+                if !holdsSlot { try await limiter.acquire(ticket, priority: priority) }
             } catch {
                 content.finish(claim, error: error)
                 return

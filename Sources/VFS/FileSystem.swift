@@ -285,7 +285,12 @@ public final class FileSystem: FileSystemOperations {
             let range = offset..<min(offset + UInt64(size), item.size)
             let content = try await file.cachedContent(in: self.cache)
             let name = item.filename.description
-            var mayDownload: Bool?
+            // Read-ahead is decided before any wait, so that on a miss it starts with the read's
+            // own fetch.
+            let recorded =
+                self.fetcher.fetchesBlocks ? file.readAhead.withLock { $0.record(range, size: item.size) } : nil
+            let ahead = recorded.flatMap { $0.isEmpty ? nil : $0 }
+            if let ahead, content.isPresent(ahead) { content.preload(ahead) }
             if content.isPresent(range) {
                 let blockSize = self.cache.blockSize
                 let blocks = Int((range.upperBound - 1) / blockSize - range.lowerBound / blockSize + 1)
@@ -293,23 +298,18 @@ public final class FileSystem: FileSystemOperations {
                     $0.reads.fromCache += 1
                     $0.reads.blocksFromCache += blocks
                 }
+                if let ahead, !content.isPresent(ahead), self.gate.blockedName(of: context.pid) == nil {
+                    self.fetcher.prefetch(ahead, of: content, version: item.version, name: name)
+                }
             } else {
-                // The gate is asked once per read: its answer also decides the read-ahead below.
+                // The gate is asked once per read; a refused read fetches nothing ahead either.
                 if let blocked = self.gate.blockedName(of: context.pid) {
                     self.gate.recordRefusal(of: blocked)
                     throw Errno.deadlock
                 }
-                mayDownload = true
                 self.statistics.update { $0.reads.waited += 1 }
-                try await self.fetcher.ensurePresent(range, of: content, version: item.version, name: name)
-            }
-            if self.fetcher.fetchesBlocks {
-                let ahead = file.readAhead.withLock { $0.record(range, size: item.size) }
-                if !ahead.isEmpty, content.isPresent(ahead) {
-                    content.preload(ahead)
-                } else if !ahead.isEmpty, mayDownload ?? (self.gate.blockedName(of: context.pid) == nil) {
-                    self.fetcher.prefetch(ahead, of: content, version: item.version, name: name)
-                }
+                try await self.fetcher.ensurePresent(
+                    range, of: content, version: item.version, name: name, prefetching: ahead)
             }
             return .fileRange(file: CacheFileReference(content), offset: range.lowerBound, length: range.count)
         }

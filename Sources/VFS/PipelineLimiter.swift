@@ -79,6 +79,15 @@ final class PipelineLimiter: Sendable {
         }
     }
 
+    /// Takes a free slot without waiting; false when all are taken (or promised to waiters).
+    func tryAcquire() -> Bool {
+        state.withLock { state in
+            guard state.inUse < depth else { return false }
+            state.inUse += 1
+            return true
+        }
+    }
+
     /// Gives a slot back, handing it straight to the first waiter (interactive first).
     func release() {
         let next = state.withLock { state -> Waiter? in
