@@ -41,6 +41,9 @@ public final class CachedContent: Sendable {
         var landed = ByteRanges()
         var committed: ByteRanges
         var claims: [UInt64: Range<UInt64>] = [:]
+        /// Bytes the kernel has copied into the mount's page cache whose cache file pages are
+        /// not yet given back (they are once committed: only clean pages can be dropped).
+        var kernelCopiesToDrop = ByteRanges()
         var waiters: [UInt64: Waiter] = [:]
         var nextID: UInt64 = 0
         var isCommitting = false
@@ -288,7 +291,11 @@ public final class CachedContent: Sendable {
                 let map = BlockMap(covering: landed, blockSize: blockSize, size: size)
                 try await store.savePresentBlocks(fileNumber: fileNumber, presentBlocks: map.bytes)
                 let committed = map.ranges(blockSize: blockSize, size: size)
-                state.withLock { $0.committed = committed }
+                let copies = state.withLock { state in
+                    state.committed = committed
+                    return takeDroppableCopies(from: &state)
+                }
+                if !copies.isEmpty { try? await BlockingIO.run { [self] in dropPages(copies) } }
                 recorded = map.bytes
             } while state.withLock({ state in
                 if state.needsCommit { return true }
@@ -300,6 +307,54 @@ public final class CachedContent: Sendable {
             throw error
         }
         return recorded
+    }
+
+    /// Notes that the kernel has copied `range` into the mount's page cache (called on a reply
+    /// thread, which may block). The cache file's own pages of it are then a second copy in
+    /// memory: they are dropped once durable (now, or at the commit that makes them so), so that
+    /// reading a file through the mount fills memory once, not twice. Reads that reach the daemon
+    /// again come from the disk.
+    public func noteKernelCopy(_ range: Range<UInt64>) {
+        let copies = state.withLock { state in
+            state.kernelCopiesToDrop.insert(range.clamped(to: 0..<size))
+            return takeDroppableCopies(from: &state)
+        }
+        dropPages(copies)
+    }
+
+    /// Pages are given back in aligned runs of this size: the page cache keeps a file in folios of
+    /// up to 2 MiB, and the kernel drops only folios wholly inside the range it is given, so
+    /// dropping each 512 KiB read as it is answered would drop nothing.
+    static let dropAlignment: UInt64 = 2 << 20
+    /// Scattered reads leave pieces that may never fill an aligned run; beyond this many, the
+    /// oldest are forgotten (their pages stay until the kernel reclaims them).
+    static let maximumPendingDrops = 64
+
+    /// Under the lock: the committed parts of the kernel's copies not yet dropped, cut to aligned
+    /// runs (or up to the end of the file).
+    private func takeDroppableCopies(from state: inout State) -> [Range<UInt64>] {
+        var droppable: [Range<UInt64>] = []
+        for copy in state.kernelCopiesToDrop.ranges {
+            for part in state.committed.intersection(copy).ranges {
+                let lower = (part.lowerBound + Self.dropAlignment - 1) / Self.dropAlignment * Self.dropAlignment
+                let upper =
+                    part.upperBound == size ? size : part.upperBound / Self.dropAlignment * Self.dropAlignment
+                if lower < upper { droppable.append(lower..<upper) }
+            }
+        }
+        for range in droppable { state.kernelCopiesToDrop.remove(range) }
+        while state.kernelCopiesToDrop.ranges.count > Self.maximumPendingDrops {
+            state.kernelCopiesToDrop.remove(state.kernelCopiesToDrop.ranges[0])
+        }
+        return droppable
+    }
+
+    /// Gives the cache file's clean pages of `ranges` back to the kernel (whole pages only).
+    private func dropPages(_ ranges: [Range<UInt64>]) {
+        for range in ranges {
+            _ = posix_fadvise(
+                fileDescriptor.rawValue, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_DONTNEED)
+        }
     }
 
     /// Asks the kernel to read `range` of the cache file into the page cache in the background, so

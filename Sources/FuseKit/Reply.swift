@@ -114,8 +114,9 @@ struct Reply: ~Copyable {
             let session = request.session
             session.blockingReplies.async {
                 var vector = cfuse_bufvec_fd(file.fileDescriptor, off_t(offset), length)
-                _ = fuse_reply_data(request.raw, &vector, FUSE_BUF_SPLICE_MOVE)
-                withExtendedLifetime(file) {}
+                if fuse_reply_data(request.raw, &vector, FUSE_BUF_SPLICE_MOVE) == 0 {
+                    file.handedToKernel(offset: offset, length: length)
+                }
                 session.inFlight.leave()
             }
         }

@@ -245,13 +245,16 @@ public final class FileSystem: FileSystemOperations {
             guard record.item.kind == .file else { throw Errno.isDirectory }
             let readAhead = ReadAheadWindow(
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
+            // Handles of an older version still open (the remote changed the file) read through
+            // the page cache, which is the inode's, not the handle's: this one bypasses it.
+            let olderOpen = self.openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
             let file: OpenFile
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
                 file = try await self.openForWriting(record, flags: flags, readAhead: readAhead, context: context)
             } else if let local = try await self.localFiles.openExisting(record.inode) {
                 file = OpenFile(record: record, readAhead: readAhead, local: local)
             } else {
-                file = OpenFile(record: record, readAhead: readAhead)
+                file = OpenFile(record: record, readAhead: readAhead, bypassesPageCache: olderOpen)
                 // Holding the cached content from the start keeps this version's bytes readable
                 // through this handle even if the remote changes the file meanwhile.
                 if self.localBytes(of: record) > 0 {
@@ -260,9 +263,6 @@ public final class FileSystem: FileSystemOperations {
                     self.prepareContent(of: file, for: context.pid)
                 }
             }
-            // Handles of an older version still open (the remote changed the file) read through
-            // the page cache, which is the inode's, not the handle's: this one bypasses it.
-            let olderOpen = self.openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
             let handle = self.openFiles.insert(file)
             // The content of a version never changes, and local contents change only through the
             // kernel, so pages cached from an earlier open stay good.
@@ -311,7 +311,9 @@ public final class FileSystem: FileSystemOperations {
                 try await self.fetcher.ensurePresent(
                     range, of: content, version: item.version, name: name, prefetching: ahead)
             }
-            return .fileRange(file: CacheFileReference(content), offset: range.lowerBound, length: range.count)
+            return .fileRange(
+                file: CacheFileReference(content, kernelKeepsCopy: !file.bypassesPageCache), offset: range.lowerBound,
+                length: range.count)
         }
     }
 

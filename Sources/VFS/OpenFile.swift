@@ -15,15 +15,21 @@ final class OpenFile: Sendable {
     let local: LocalFile?
     /// Opened for writing: counted as a writer until released.
     let isWritable: Bool
+    /// Opened with direct I/O: what it reads does not stay in the mount's page cache.
+    let bypassesPageCache: Bool
     /// Whether the journal already says the contents changed (so a write needs no entry of its
     /// own), and whether bytes were written since the handle's changes were last saved.
     private let writes = Mutex((journalled: false, unsaved: false))
 
-    init(record: ItemRecord, readAhead: ReadAheadWindow, local: LocalFile? = nil, isWritable: Bool = false) {
+    init(
+        record: ItemRecord, readAhead: ReadAheadWindow, local: LocalFile? = nil, isWritable: Bool = false,
+        bypassesPageCache: Bool = false
+    ) {
         self.record = record
         self.readAhead = Mutex(readAhead)
         self.local = local
         self.isWritable = isWritable
+        self.bypassesPageCache = bypassesPageCache
     }
 
     /// True when this handle reads the content version `record` has now.

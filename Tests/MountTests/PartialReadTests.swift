@@ -99,6 +99,35 @@ extension MountTests {
             )
         }
 
+        @Test("a file read through the mount is held in memory once: the cache file's pages are given back")
+        func readBytesAreNotCachedTwice() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let line = "eight MiB of lines, each the same 32 bytes long......\n".prefix(32)
+            try scratch.writeRemote("twice.txt", String(repeating: String(line), count: 8 << 15))
+            let mount = try await TestMount.start(remote: scratch.remote, in: scratch)
+            defer { mount.unmount() }
+            let read = try await Command(["sha256sum", "--", mount.path("twice.txt")]).check()
+            let expected = try await Command(["sha256sum", "--", scratch.remote + "/twice.txt"]).check()
+            #expect(read.stdout.prefix(64) == expected.stdout.prefix(64))
+
+            // The cache file holds all 8 MiB on disk, but once its blocks are durable its pages
+            // leave memory: the mount's page cache has the copy the kernel serves from.
+            let cacheFile = "find \"$1\" -type f -size 8M | head -1"
+            let path = try await Command.bash(cacheFile, mount.cacheDir + "/blocks").check().stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(!path.isEmpty, "no 8 MiB cache file under \(mount.cacheDir)/blocks")
+            var resident = Int.max
+            for _ in 0..<50 where resident > 64 << 10 {
+                let output = try await Command(["fincore", "--bytes", "--noheadings", "--output", "RES", path]).check()
+                resident = Int(output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? Int.max
+                if resident > 64 << 10 { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(resident <= 64 << 10, "the cache file keeps \(resident) bytes in memory after the read")
+            let again = try await Command(["sha256sum", "--", mount.path("twice.txt")]).check()
+            #expect(again.stdout == read.stdout, "the second read, from the mount's page cache, differs")
+        }
+
         @Test("remounted with the remote gone: what was read is served, the rest fails with EHOSTDOWN, ls -lR works")
         func offlineRemount() async throws {
             let scratch = try Scratch()
