@@ -113,9 +113,11 @@ struct Reply: ~Copyable {
             discard self
             let session = request.session
             session.blockingReplies.async {
-                var vector = cfuse_bufvec_fd(file.fileDescriptor, off_t(offset), length)
-                if fuse_reply_data(request.raw, &vector, FUSE_BUF_SPLICE_MOVE) == 0 {
-                    file.handedToKernel(offset: offset, length: length)
+                withExtendedLifetime(file) {
+                    var vector = cfuse_bufvec_fd(file.fileDescriptor, off_t(offset), length)
+                    if fuse_reply_data(request.raw, &vector, FUSE_BUF_SPLICE_MOVE) == 0 {
+                        file.handedToKernel(offset: offset, length: length)
+                    }
                 }
                 session.inFlight.leave()
             }
