@@ -189,6 +189,9 @@ final class WebDAVClient: Sendable {
         switch status.code {
         case 401: return .notAuthenticated(reason: "the server refused the user name or password (\(what))")
         case 403: return .notAuthenticated(reason: "the server forbids it (\(what))")
+        // A size limit answers the same to every retry: a refusal, not a passing failure, so a
+        // large upload is not sent again and again at the retry pace of an unreachable server.
+        case 413: return .notAuthenticated(reason: "the server refuses a request this large (\(what))")
         case 404, 410: return .noSuchItem(path.identifier)
         case 412: return .versionNoLongerAvailable
         case 507: return .insufficientQuota
