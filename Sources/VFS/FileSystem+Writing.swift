@@ -413,7 +413,7 @@ extension FileSystem {
     public func uploadQueue(listing limit: Int = 10) async throws -> UploadQueue {
         let totals = try await store.pendingTotals()
         return UploadQueue(
-            pending: totals.pending, failing: totals.failing, bytes: totals.bytes,
+            pending: totals.pending, failing: totals.failing, refused: uploader.refusedCount, bytes: totals.bytes,
             first: try await store.pendingSummary(limit: limit))
     }
 

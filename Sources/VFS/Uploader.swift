@@ -53,6 +53,8 @@ final class Uploader: Sendable {
         var endedAt: [Key: UInt64] = [:]
         var retryAt: [Key: ContinuousClock.Instant] = [:]
         var refused: Set<UInt64> = []
+        /// Entries whose last attempt the remote refused and that are not due again yet.
+        var waitingAfterRefusal: Set<Key> = []
         var loop: Task<Void, Never>?
     }
     private let state = Mutex(State())
@@ -90,9 +92,16 @@ final class Uploader: Sendable {
 
     /// Retries every waiting entry now (`fpfs sync`).
     func retryNow() {
-        state.withLock { $0.retryAt.removeAll() }
+        state.withLock { state in
+            state.retryAt.removeAll()
+            state.waitingAfterRefusal.removeAll()
+        }
         signal.signal()
     }
+
+    /// Entries the remote refused at their last attempt, waiting for their next (ten minutes, or
+    /// `retryNow`).
+    var refusedCount: Int { state.withLock { $0.waitingAfterRefusal.count } }
 
     func state(of inode: UInt64) -> ItemState? {
         state.withLock { state in
@@ -212,6 +221,7 @@ final class Uploader: Sendable {
             }
             state.withLock { state in
                 state.retryAt[Self.key(of: entry)] = nil
+                state.waitingAfterRefusal.remove(Self.key(of: entry))
                 if case .change(let change, _) = entry { state.refused.remove(change.inode) }
             }
             statistics.update { $0.uploads.sent += 1 }
@@ -398,6 +408,11 @@ final class Uploader: Sendable {
         let delay: Duration = transient ? .seconds(min(1 << min(attempts - 1, 6), 60)) : .seconds(600)
         state.withLock { state in
             state.retryAt[Self.key(of: entry)] = .now + delay
+            if transient {
+                state.waitingAfterRefusal.remove(Self.key(of: entry))
+            } else {
+                state.waitingAfterRefusal.insert(Self.key(of: entry))
+            }
             if case .change(let change, _) = entry, !transient { state.refused.insert(change.inode) }
         }
         let message = "\(error)"

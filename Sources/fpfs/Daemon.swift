@@ -146,7 +146,7 @@ struct Daemon {
 
     /// The status as JSON. Runs on the control server's own thread, which may wait for the store.
     private static func statusReport(of fileSystem: FileSystem, context: StatusReport.Context) -> Data {
-        let queue = Mutex(UploadQueue(pending: 0, failing: 0, bytes: 0, first: []))
+        let queue = Mutex(UploadQueue(pending: 0, failing: 0, refused: 0, bytes: 0, first: []))
         let cache = Mutex<CacheUsage?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {

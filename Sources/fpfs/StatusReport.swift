@@ -101,6 +101,7 @@ struct StatusReport: Codable {
                 + (replication.lastError.map { "; last round failed: \($0)" } ?? ""),
             "  uploads:    \(uploads.pending) changes waiting for the remote (\(Self.bytes(uploads.bytes)))"
                 + (uploads.failing > 0 ? ", \(uploads.failing) failed at least once" : "")
+                + ((uploads.refused ?? 0) > 0 ? ", \(uploads.refused ?? 0) refused by the remote" : "")
                 + "; \(sent.sent) sent (\(Self.bytes(sent.bytes)))" + (rates.map { ", now \($0.up)" } ?? ""),
         ]
         for entry in uploads.first {

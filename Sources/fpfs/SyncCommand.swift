@@ -6,7 +6,9 @@ struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Wait until every local change of a mount has reached the remote.",
-        discussion: "Exits non-zero if changes are still waiting when the timeout ends.")
+        discussion:
+            "Exits non-zero if changes are still waiting when the timeout ends, or at once when all that waits was refused by the remote after this sync retried it."
+    )
 
     @Argument(help: "The mountpoint.")
     var mountpoint: String
@@ -25,6 +27,13 @@ struct SyncCommand: AsyncParsableCommand {
                 let answer = try ControlClient.send(command, to: path)
                 let uploads = try JSONDecoder().decode(StatusReport.self, from: answer).uploads
                 if uploads.pending == 0 { return }
+                // Everything left was refused since this sync asked for a retry: nothing will
+                // change before the next retry, ten minutes away.
+                if let refused = uploads.refused, refused >= uploads.pending {
+                    throw CommandFailure(
+                        "the remote refused \(refused) changes; they are tried again in ten minutes or at the next fpfs sync (see fpfs status and the log)"
+                    )
+                }
                 if ContinuousClock.now >= deadline {
                     throw CommandFailure(
                         "\(uploads.pending) changes have not reached the remote after \(timeout) s"
