@@ -151,6 +151,8 @@ final class Uploader: Sendable {
             var earlierBarrier = false
             // Sends that ended before the read are in this snapshot already.
             state.endedAt = state.endedAt.filter { $0.value > snapshot }
+            // A refused entry the journal no longer holds (its item deleted here) waits for nothing.
+            if work.count < window { state.waitingAfterRefusal.formIntersection(work.map(Self.key)) }
             for entry in work {
                 let key = Self.key(of: entry)
                 if state.endedAt[key] != nil { continue }
