@@ -286,7 +286,7 @@ final class ChangeReplicator: Sendable {
         func heldFolder(_ identifier: ItemIdentifier) async -> InodeNumber? {
             var inode = inodes[identifier]
             if inode == nil { inode = try? await store.record(identifier: identifier)?.inode }
-            guard let inode, nodes.record(InodeNumber(inode)) != nil else { return nil }
+            guard let inode, nodes.holds(InodeNumber(inode)) else { return nil }
             return InodeNumber(inode)
         }
         for update in outcome.updated {

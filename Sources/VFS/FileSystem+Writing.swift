@@ -105,7 +105,7 @@ extension FileSystem {
         case .directory: break
         }
         guard let record = try await store.insertLocalItem(item, fields: fields) else { throw Errno.fileExists }
-        nodes.remember(record, addingLookup: true)
+        nodes.addLookup(of: record)
         return record
     }
 
@@ -286,6 +286,7 @@ extension FileSystem {
     private func changeInMemory(_ inode: InodeNumber, _ change: (inout Item) -> Void) async throws -> ItemRecord {
         if let updated = nodes.update(inode, change) { return updated }
         var record = try await record(inode)
+        if let updated = nodes.update(inode, startingFrom: record, change) { return updated }
         change(&record.item)
         return record
     }

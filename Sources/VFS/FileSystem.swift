@@ -1,8 +1,8 @@
 // VFS: the filesystem. FuseKit hands it requests; it decides how to answer them.
 //
 // Metadata comes from the MetadataStore, which the DirectoryLister fills from the provider the
-// first time a directory is used; inodes the kernel holds live in the NodeTable so that getattr
-// and open never touch SQLite. Contents come from the BlockCache; a read of bytes that are not
+// first time a directory is used; the NodeTable counts the inodes the kernel holds and keeps the
+// records memory must answer for (directories, items changed since their lookup). Contents come from the BlockCache; a read of bytes that are not
 // local starts one fetch for the content (ContentFetcher) and waits for just its own bytes to
 // land. Every provider call runs under the remote bound, so no request waits on the remote for
 // longer than `remoteTimeout` without progress. Errors become errno in one place (ErrnoMapping).
@@ -183,7 +183,7 @@ public final class FileSystem: FileSystemOperations {
             guard let child = try await self.store.child(of: directory.identifier, named: filename) else {
                 return .negative(timeout: self.configuration.negativeTimeout)
             }
-            self.nodes.remember(child, addingLookup: true)
+            self.nodes.addLookup(of: child)
             return self.entry(for: child)
         }
     }
@@ -193,7 +193,8 @@ public final class FileSystem: FileSystemOperations {
     }
 
     public func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply {
-        // The common case, an inode the kernel holds, is answered from memory without a task hop.
+        // A record memory keeps (a directory's, one changed since its lookup) answers without a
+        // task hop; the kernel caches attributes for `attributeTimeout`, so the store is rarely asked.
         if let record = nodes.record(inode) {
             return AttributesReply(attributes: attributes(of: record), timeout: configuration.attributeTimeout)
         }
@@ -420,7 +421,7 @@ public final class FileSystem: FileSystemOperations {
                 return
             }
             // readdirplus hands the kernel a reference to each child (not to "." and "..").
-            if buffer.isPlus && position >= 2 { nodes.remember(record, addingLookup: true) }
+            if buffer.isPlus && position >= 2 { nodes.addLookup(of: record) }
             position += 1
         }
     }

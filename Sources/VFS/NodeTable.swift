@@ -3,87 +3,114 @@ import FuseKit
 import MetadataStore
 import Synchronization
 
-/// The inodes the kernel currently holds, with their records: what getattr, open and read answer
-/// from without asking the store. An entry lives from the first lookup to the forget that brings
-/// its count to zero; the root lives for the whole mount.
+/// The inodes the kernel currently holds: each one's count of kernel references, from the first
+/// lookup to the forget that brings it to zero (the root lives for the whole mount).
+///
+/// A held inode keeps its whole record here only where memory must answer for it:
+/// - directories, which every lookup, listing and create below them starts from (and are few);
+/// - items whose record memory changed ahead of the store (a write's new size, saved at flush);
+/// - items whose record changed after the kernel looked them up (a remote change, an upload's
+///   outcome), so that release can tell a handle of an older version.
+/// Every other held item is only counted, and getattr and open read its record from the store: a
+/// whole record per held inode cost about a kilobyte each, and `find` or `ls -lR` of a big tree
+/// makes the kernel hold every item of it (DECISIONS 80). Where a record is kept it is the truth
+/// for that inode, so every change to the store's record of a held inode comes here too.
 final class NodeTable: Sendable {
-    private struct Node {
-        var record: ItemRecord
-        var lookups = LookupCount()
+    private struct State {
+        var lookups: [InodeNumber: LookupCount] = [:]
+        var records: [InodeNumber: ItemRecord] = [:]
+
+        func holds(_ inode: InodeNumber) -> Bool { inode == .root || lookups[inode] != nil }
     }
 
-    /// Guards every node.
-    private let nodes = Mutex<[InodeNumber: Node]>([:])
+    /// Guards the counts and the records kept.
+    private let state = Mutex(State())
 
     init(root: ItemRecord) {
-        nodes.withLock { $0[.root] = Node(record: root) }
+        state.withLock { $0.records[.root] = root }
     }
 
+    /// The record memory keeps for `inode`, if it keeps one (see the type's comment).
     func record(_ inode: InodeNumber) -> ItemRecord? {
-        nodes.withLock { $0[inode]?.record }
+        state.withLock { $0.records[inode] }
     }
 
-    /// Keeps `record` (newer data replaces older) and, when the kernel gets a reference, counts it.
-    func remember(_ record: ItemRecord, addingLookup: Bool) {
+    func holds(_ inode: InodeNumber) -> Bool {
+        state.withLock { $0.holds(inode) }
+    }
+
+    /// The kernel got a reference to `record`'s inode (lookup, readdirplus, create). Its record is
+    /// kept if it is a directory's, and replaces the one kept already (newer data replaces older).
+    func addLookup(of record: ItemRecord) {
         let inode = InodeNumber(record.inode)
-        nodes.withLock { nodes in
-            var node = nodes[inode] ?? Node(record: record)
-            node.record = record
-            if addingLookup { node.lookups.increment() }
-            nodes[inode] = node
+        state.withLock { state in
+            state.lookups[inode, default: LookupCount()].increment()
+            if record.item.kind == .directory || state.records[inode] != nil { state.records[inode] = record }
         }
     }
 
-    /// Changes the item of a held inode in place (a write's new size); nil when the kernel does
-    /// not hold it.
-    func update(_ inode: InodeNumber, _ change: (inout Item) -> Void) -> ItemRecord? {
-        nodes.withLock { nodes in
-            guard var node = nodes[inode] else { return nil }
-            change(&node.record.item)
-            nodes[inode] = node
-            return node.record
+    /// The store's record of an item changed outside a request (an upload's outcome): a held inode
+    /// keeps the new one.
+    func replace(_ record: ItemRecord) {
+        let inode = InodeNumber(record.inode)
+        state.withLock { state in
+            if state.holds(inode) { state.records[inode] = record }
+        }
+    }
+
+    /// Changes the item of a held inode in place (a write's new size), starting from the record
+    /// kept, or else from `stored` (the store's), which memory keeps from now on. Nil when the
+    /// kernel does not hold the inode, or memory keeps no record and `stored` is nil.
+    func update(_ inode: InodeNumber, startingFrom stored: ItemRecord? = nil, _ change: (inout Item) -> Void)
+        -> ItemRecord?
+    {
+        state.withLock { state in
+            guard state.holds(inode), var record = state.records[inode] ?? stored else { return nil }
+            change(&record.item)
+            state.records[inode] = record
+            return record
         }
     }
 
     /// A remote change replaced the record `before` with `after`: a held inode takes it, unless a
-    /// local change replaced its record meanwhile. True when the kernel holds the inode.
+    /// local change replaced its kept record meanwhile. True when the kernel holds the inode.
     func refresh(_ after: ItemRecord, replacing before: ItemRecord) -> Bool {
-        nodes.withLock { nodes in
+        state.withLock { state in
             let inode = InodeNumber(after.inode)
-            guard var node = nodes[inode] else { return false }
-            if node.record == before { node.record = after }
-            nodes[inode] = node
+            guard state.holds(inode) else { return false }
+            if state.records[inode].map({ $0 == before }) ?? true { state.records[inode] = after }
             return true
         }
     }
 
-    /// After the remote gave an item its identifier: every held record that named the old one
+    /// After the remote gave an item its identifier: every kept record that named the old one
     /// (the item itself, its children) names the new one.
     func replaceIdentifier(_ old: ItemIdentifier, with remote: Item, inode: InodeNumber) {
-        nodes.withLock { nodes in
-            nodes[inode]?.record.item.identifier = remote.identifier
-            nodes[inode]?.record.item.version = remote.version
+        state.withLock { state in
+            state.records[inode]?.item.identifier = remote.identifier
+            state.records[inode]?.item.version = remote.version
             // Only a folder has children to rename; scanning (and mutating while iterating, which
             // copied the whole table) for every uploaded file made creating files quadratic.
             guard remote.kind == .directory else { return }
-            let children = nodes.compactMap { $0.value.record.item.parentIdentifier == old ? $0.key : nil }
+            let children = state.records.compactMap { $0.value.item.parentIdentifier == old ? $0.key : nil }
             for child in children {
-                nodes[child]?.record.item.parentIdentifier = remote.identifier
+                state.records[child]?.item.parentIdentifier = remote.identifier
             }
         }
     }
 
-    /// Drops `count` kernel references; the node goes when none are left (the root never does).
+    /// Drops `count` kernel references; the inode and its record go when none are left (the root
+    /// never does).
     func forget(_ inode: InodeNumber, count: UInt64) {
-        nodes.withLock { nodes in
-            guard inode != .root, var node = nodes[inode] else { return }
-            if node.lookups.decrement(by: count) {
-                nodes[inode] = nil
+        state.withLock { state in
+            guard inode != .root, var lookups = state.lookups[inode] else { return }
+            if lookups.decrement(by: count) {
+                state.lookups[inode] = nil
+                state.records[inode] = nil
             } else {
-                nodes[inode] = node
+                state.lookups[inode] = lookups
             }
         }
     }
 
-    var count: Int { nodes.withLock { $0.count } }
 }

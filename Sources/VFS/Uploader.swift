@@ -354,7 +354,7 @@ final class Uploader: Sendable {
         let latest = try await provider.item(for: record.identifier)
         let replaced = try await store.replaceWithRemote(inode: record.inode, remote: latest)
         await localFiles.remove(record.inode)
-        nodes.remember(replaced, addingLookup: false)
+        nodes.replace(replaced)
         await kernel.invalidateContent(of: InodeNumber(record.inode))
         logger.notice("\(record.item.filename) changed on the remote and here; kept the local one as \(copy.filename)")
     }
@@ -369,7 +369,7 @@ final class Uploader: Sendable {
                 item, inode: record.inode, fields: [.filename], localContent: localFiles.hasContent(record.inode))
         else { return }
         try await store.requeueSending(inode: record.inode)
-        nodes.remember(saved, addingLookup: false)
+        nodes.replace(saved)
         if let parent = try await store.record(identifier: item.parentIdentifier) {
             await kernel.invalidateEntry(parent: InodeNumber(parent.inode), name: record.item.filename.bytes)
         }

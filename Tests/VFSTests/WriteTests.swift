@@ -147,6 +147,28 @@ struct WriteTests {
         #expect(remote.contents(of: uploaded.identifier) == bytes("hEll"))
     }
 
+    /// A listed file is only counted in memory until it changes (DECISIONS 80): its first write
+    /// must take its record from the store, and later writes, getattr and a forget must see the
+    /// size the writes made before any flush saved it.
+    @Test func aListedFilesSizeFollowsWritesBeforeTheyAreSaved() async throws {
+        let vfs = try await VFSHarness.make(provider: try InMemoryProvider.docs())
+        let fs = vfs.fileSystem
+        let docs = try await vfs.resolve("docs").inode
+        #expect(try await vfs.list(docs, plus: true).contains("readme.txt"))
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        let opened = try await fs.open(inode: readme, flags: O_WRONLY, context: vfs.context)
+        for offset: UInt64 in [100, 200] {
+            _ = try await fs.write(
+                inode: readme, handle: opened.handle, offset: offset, bytes: bytes("tail"), context: vfs.context)
+            #expect(try await fs.getattr(inode: readme, context: vfs.context).attributes.size == offset + 4)
+        }
+        try await fs.release(inode: readme, handle: opened.handle, flags: 0)
+        // Two references: the listing's and the lookup's. Once both go, the store answers.
+        await fs.forget(inode: readme, count: 2)
+        #expect(try await fs.getattr(inode: readme, context: vfs.context).attributes.size == 204)
+        #expect(try await vfs.resolve("docs/readme.txt").inode == readme)
+    }
+
     @Test func userAttributesAreKeptAndTheEnginesIgnored() async throws {
         let vfs = try await VFSHarness.make(provider: try InMemoryProvider.docs())
         let readme = try await vfs.resolve("docs/readme.txt").inode
