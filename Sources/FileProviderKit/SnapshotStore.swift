@@ -36,6 +36,16 @@ final class SnapshotStore: Sendable {
         var cached: [Int: Snapshot] = [:]
         /// Identifiers handed out by listings and creations since the last walk began.
         var handedOut: Set<ItemIdentifier> = []
+        /// Whether handed-out identifiers can matter: once there is a snapshot or a walk has
+        /// begun. Before that, the walk to come makes the first snapshot, whose tombstones no
+        /// change enumeration reads (an anchor names a snapshot, and only later ones' count), so a
+        /// mount that never polls keeps no identifier of all it lists.
+        var keepsHandedOut: Bool
+
+        init(newest: Int) {
+            self.newest = newest
+            keepsHandedOut = newest > 0
+        }
     }
 
     /// Opens the store in `directory` (created when missing), or in memory when nil. Blocks.
@@ -60,13 +70,15 @@ final class SnapshotStore: Sendable {
 
     /// Remembers identifiers the engine learned outside the working set (see the type's documentation).
     func noteHandedOut(_ identifiers: some Sequence<ItemIdentifier>) {
-        state.withLock { $0.handedOut.formUnion(identifiers) }
+        state.withLock { state in
+            if state.keepsHandedOut { state.handedOut.formUnion(identifiers) }
+        }
     }
 
     /// The identifiers handed out since the last call, to be checked by the walk about to begin.
     func takeHandedOut() -> Set<ItemIdentifier> {
         state.withLock { state in
-            defer { state.handedOut = [] }
+            defer { (state.handedOut, state.keepsHandedOut) = ([], true) }
             return state.handedOut
         }
     }
