@@ -30,6 +30,7 @@ let package = Package(
             pkgConfig: "fuse3",
             providers: [.apt(["libfuse3-dev"])]
         ),
+        .systemLibrary(name: "CMalloc"),
         .target(
             name: "FuseKit",
             dependencies: [
@@ -91,7 +92,7 @@ let package = Package(
         .executableTarget(
             name: "fpfs",
             dependencies: [
-                "CFuse", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider", "ProviderTesting",
+                "CFuse", "CMalloc", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider", "ProviderTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

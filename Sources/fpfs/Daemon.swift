@@ -35,6 +35,7 @@ struct Daemon {
     let readyFD: Int32?
 
     func run() async throws {
+        HeapTrimmer.keepOneHeap()
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         var logger = Logger(label: "fpfs")
         logger.logLevel = .info
@@ -136,6 +137,8 @@ struct Daemon {
         }
         if let readyFD { Self.report("ready", to: readyFD) }
         logger.info("mounted")
+        let trimmer = Task { await HeapTrimmer.run() }
+        defer { trimmer.cancel() }
         do {
             try await session.run()
         } catch {
