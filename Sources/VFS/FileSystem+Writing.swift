@@ -285,8 +285,8 @@ extension FileSystem {
     /// caller saves.
     private func changeInMemory(_ inode: InodeNumber, _ change: (inout Item) -> Void) async throws -> ItemRecord {
         if let updated = nodes.update(inode, change) { return updated }
-        var record = try await record(inode)
-        if let updated = nodes.update(inode, startingFrom: record, change) { return updated }
+        var record = try await keptRecord(inode)
+        if let updated = nodes.update(inode, change) { return updated }
         change(&record.item)
         return record
     }

@@ -242,7 +242,7 @@ public final class FileSystem: FileSystemOperations {
 
     public func open(inode: InodeNumber, flags: Int32, context: RequestContext) async throws -> OpenReply {
         try await answering {
-            let record = try await self.record(inode)
+            let record = try await self.keptRecord(inode)
             guard record.item.kind == .file else { throw Errno.isDirectory }
             let readAhead = ReadAheadWindow(
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
@@ -510,6 +510,16 @@ public final class FileSystem: FileSystemOperations {
         if let record = nodes.record(inode) { return record }
         guard let record = try await store.record(inode: inode.rawValue) else { throw Errno.noSuchFileOrDirectory }
         return record
+    }
+
+    /// The record of an inode, which memory keeps from now on while the kernel holds the inode
+    /// (see `NodeTable`): for opens and writes, which need it again soon.
+    func keptRecord(_ inode: InodeNumber) async throws -> ItemRecord {
+        while true {
+            let epoch = nodes.epoch
+            let record = try await record(inode)
+            if nodes.keep(record, readAt: epoch) { return record }
+        }
     }
 
     func directory(_ inode: InodeNumber) async throws -> ItemRecord {

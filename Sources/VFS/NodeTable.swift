@@ -8,17 +8,21 @@ import Synchronization
 ///
 /// A held inode keeps its whole record here only where memory must answer for it:
 /// - directories, which every lookup, listing and create below them starts from (and are few);
+/// - files opened since their lookup, whose next opens then need no store read;
 /// - items whose record memory changed ahead of the store (a write's new size, saved at flush);
 /// - items whose record changed after the kernel looked them up (a remote change, an upload's
 ///   outcome), so that release can tell a handle of an older version.
-/// Every other held item is only counted, and getattr and open read its record from the store: a
-/// whole record per held inode cost about a kilobyte each, and `find` or `ls -lR` of a big tree
-/// makes the kernel hold every item of it (DECISIONS 80). Where a record is kept it is the truth
-/// for that inode, so every change to the store's record of a held inode comes here too.
+/// Every other held item is only counted, and getattr reads its record from the store: a whole
+/// record per held inode cost about a kilobyte each, and `find` or `ls -lR` of a big tree makes the
+/// kernel hold every item of it (DECISIONS 80). Where a record is kept it is the truth for that
+/// inode, so every change to the store's record of a held inode comes here too.
 final class NodeTable: Sendable {
     private struct State {
         var lookups: [InodeNumber: LookupCount] = [:]
         var records: [InodeNumber: ItemRecord] = [:]
+        /// Counts the store changes reported here (`replace`, `refresh`, `replaceIdentifier`), so
+        /// that a record read from the store before one of them is not kept (`keep`).
+        var epoch: UInt64 = 0
 
         func holds(_ inode: InodeNumber) -> Bool { inode == .root || lookups[inode] != nil }
     }
@@ -54,18 +58,32 @@ final class NodeTable: Sendable {
     func replace(_ record: ItemRecord) {
         let inode = InodeNumber(record.inode)
         state.withLock { state in
+            state.epoch += 1
             if state.holds(inode) { state.records[inode] = record }
         }
     }
 
-    /// Changes the item of a held inode in place (a write's new size), starting from the record
-    /// kept, or else from `stored` (the store's), which memory keeps from now on. Nil when the
-    /// kernel does not hold the inode, or memory keeps no record and `stored` is nil.
-    func update(_ inode: InodeNumber, startingFrom stored: ItemRecord? = nil, _ change: (inout Item) -> Void)
-        -> ItemRecord?
-    {
+    /// Read before reading a record from the store that `keep` may keep.
+    var epoch: UInt64 { state.withLock { $0.epoch } }
+
+    /// Keeps `stored`, read from the store after `epoch` was read, as its held inode's record,
+    /// unless one is kept already. False, keeping nothing, when a store change was reported since
+    /// `epoch`: the record may be older than that change, which a kept record would then miss.
+    func keep(_ stored: ItemRecord, readAt epoch: UInt64) -> Bool {
+        let inode = InodeNumber(stored.inode)
+        return state.withLock { state in
+            guard state.holds(inode), state.records[inode] == nil else { return true }
+            guard state.epoch == epoch else { return false }
+            state.records[inode] = stored
+            return true
+        }
+    }
+
+    /// Changes the kept record of a held inode in place (a write's new size); nil when memory
+    /// keeps none.
+    func update(_ inode: InodeNumber, _ change: (inout Item) -> Void) -> ItemRecord? {
         state.withLock { state in
-            guard state.holds(inode), var record = state.records[inode] ?? stored else { return nil }
+            guard state.holds(inode), var record = state.records[inode] else { return nil }
             change(&record.item)
             state.records[inode] = record
             return record
@@ -77,6 +95,7 @@ final class NodeTable: Sendable {
     func refresh(_ after: ItemRecord, replacing before: ItemRecord) -> Bool {
         state.withLock { state in
             let inode = InodeNumber(after.inode)
+            state.epoch += 1
             guard state.holds(inode) else { return false }
             if state.records[inode].map({ $0 == before }) ?? true { state.records[inode] = after }
             return true
@@ -87,6 +106,7 @@ final class NodeTable: Sendable {
     /// (the item itself, its children) names the new one.
     func replaceIdentifier(_ old: ItemIdentifier, with remote: Item, inode: InodeNumber) {
         state.withLock { state in
+            state.epoch += 1
             state.records[inode]?.item.identifier = remote.identifier
             state.records[inode]?.item.version = remote.version
             // Only a folder has children to rename; scanning (and mutating while iterating, which
