@@ -2,10 +2,11 @@
 //
 // Metadata comes from the MetadataStore, which the DirectoryLister fills from the provider the
 // first time a directory is used; the NodeTable counts the inodes the kernel holds and keeps the
-// records memory must answer for (directories, items changed since their lookup). Contents come from the BlockCache; a read of bytes that are not
-// local starts one fetch for the content (ContentFetcher) and waits for just its own bytes to
-// land. Every provider call runs under the remote bound, so no request waits on the remote for
-// longer than `remoteTimeout` without progress. Errors become errno in one place (ErrnoMapping).
+// records memory must answer for (directories, files opened or changed since their lookup).
+// Contents come from the BlockCache; a read of bytes that are not local starts one fetch for the
+// content (ContentFetcher) and waits for just its own bytes to land. Every provider call runs
+// under the remote bound, so no request waits on the remote for longer than `remoteTimeout`
+// without progress. Errors become errno in one place (ErrnoMapping).
 //
 // Writes happen locally first and are journalled; the Uploader replays them to the remote
 // (FileSystem+Writing, DESIGN §4). With `isReadOnly` every write-type operation is EROFS.
@@ -193,8 +194,9 @@ public final class FileSystem: FileSystemOperations {
     }
 
     public func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply {
-        // A record memory keeps (a directory's, one changed since its lookup) answers without a
-        // task hop; the kernel caches attributes for `attributeTimeout`, so the store is rarely asked.
+        // A record memory keeps (a directory's, a file's opened or changed since its lookup)
+        // answers without a task hop; the kernel caches attributes for `attributeTimeout`, so the
+        // store is rarely asked.
         if let record = nodes.record(inode) {
             return AttributesReply(attributes: attributes(of: record), timeout: configuration.attributeTimeout)
         }

@@ -132,5 +132,4 @@ final class NodeTable: Sendable {
             }
         }
     }
-
 }
