@@ -21,7 +21,7 @@ extension FileSystem {
         async throws -> (Entry, OpenReply)
     {
         try await answering {
-            let record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode)
+            let record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode, keeping: true)
             let local = try await self.localFiles.open(record.inode)
             self.localFiles.beginWriting(record.inode)
             let readAhead = ReadAheadWindow(
@@ -84,8 +84,11 @@ extension FileSystem {
     }
 
     /// Stores a new item `name` in `parent` under a local identifier and journals its creation.
+    /// With `keeping`, memory keeps its record (see `NodeTable`): a file created open, whose
+    /// writes change it in memory, and which may be unlinked while it is open.
     private func makeItem(
-        in parent: InodeNumber, named name: [UInt8], kind: ItemKind, mode: UInt32, target: [UInt8]? = nil
+        in parent: InodeNumber, named name: [UInt8], kind: ItemKind, mode: UInt32, target: [UInt8]? = nil,
+        keeping: Bool = false
     ) async throws -> ItemRecord {
         try refuseIfReadOnly()
         let directory = try await directory(parent)
@@ -104,8 +107,10 @@ extension FileSystem {
         case .symlink: fields.insert(.symlinkTarget)
         case .directory: break
         }
+        let epoch = nodes.epoch
         guard let record = try await store.insertLocalItem(item, fields: fields) else { throw Errno.fileExists }
         nodes.addLookup(of: record)
+        if keeping, !nodes.keep(record, readAt: epoch) { return try await keptRecord(InodeNumber(record.inode)) }
         return record
     }
 

@@ -169,6 +169,23 @@ struct WriteTests {
         #expect(try await vfs.resolve("docs/readme.txt").inode == readme)
     }
 
+    /// stress-ng's seek stressor: a file created, unlinked while open, then written and read.
+    @Test func aFileUnlinkedWhileOpenIsStillWrittenAndRead() async throws {
+        let vfs = try await VFSHarness.make(provider: try InMemoryProvider.docs())
+        let fs = vfs.fileSystem
+        let (entry, opened) = try await fs.create(
+            parent: .root, name: bytes("scratch"), mode: 0o644, flags: O_RDWR, context: vfs.context)
+        try await fs.unlink(parent: .root, name: bytes("scratch"), context: vfs.context)
+        let written = try await fs.write(
+            inode: entry.inode, handle: opened.handle, offset: 4096, bytes: bytes("late"), context: vfs.context)
+        #expect(written == 4)
+        #expect(try await fs.getattr(inode: entry.inode, context: vfs.context).attributes.size == 4100)
+        let reply = try await fs.read(
+            inode: entry.inode, handle: opened.handle, offset: 4096, size: 4, context: vfs.context)
+        #expect(try VFSHarness.bytes(of: reply) == bytes("late"))
+        try await fs.release(inode: entry.inode, handle: opened.handle, flags: 0)
+    }
+
     @Test func userAttributesAreKeptAndTheEnginesIgnored() async throws {
         let vfs = try await VFSHarness.make(provider: try InMemoryProvider.docs())
         let readme = try await vfs.resolve("docs/readme.txt").inode
