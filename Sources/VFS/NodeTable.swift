@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// A held inode keeps its whole record here only where memory must answer for it:
 /// - directories, which every lookup, listing and create below them starts from (and are few);
-/// - files opened since their lookup, whose next opens then need no store read;
+/// - files opened (or created open) since their lookup, whose next opens need no store read and
+///   whose writes go on after an unlink;
 /// - items whose record memory changed ahead of the store (a write's new size, saved at flush);
 /// - items whose record changed after the kernel looked them up (a remote change, an upload's
 ///   outcome), so that release can tell a handle of an older version.

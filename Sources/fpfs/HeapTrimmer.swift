@@ -24,17 +24,23 @@ enum HeapTrimmer {
 
     /// Trims after activity, once a second, until cancelled.
     static func run() async {
-        var last = mallinfo2()
+        var last: mallinfo2?
         while (try? await Task.sleep(for: .seconds(1))) != nil {
-            let now = mallinfo2()
-            let moved = now.uordblks > last.uordblks ? now.uordblks - last.uordblks : last.uordblks - now.uordblks
-            guard now.arena > last.arena || moved >= 1 << 20 else { continue }
-            // Holds the heap's lock while it walks the free chunks: off the cooperative threads.
-            let trimmed = try? await BlockingIO.run {
-                _ = malloc_trim(0)
-                return mallinfo2()
-            }
-            last = trimmed ?? now
+            // Both calls hold the heap's lock while they walk its free chunks: off the cooperative
+            // threads.
+            let previous = last
+            last = try? await BlockingIO.run { trimmed(since: previous) }
         }
+    }
+
+    /// The heap's figures after trimming it, when it grew or its use moved by 1 MiB since `last`
+    /// (the figures of the last trim); else `last`, which the next check compares with again.
+    private static func trimmed(since last: mallinfo2?) -> mallinfo2 {
+        let now = mallinfo2()
+        guard let last else { return now }
+        let moved = now.uordblks > last.uordblks ? now.uordblks - last.uordblks : last.uordblks - now.uordblks
+        guard now.arena > last.arena || moved >= 1 << 20 else { return last }
+        _ = malloc_trim(0)
+        return mallinfo2()
     }
 }
