@@ -47,25 +47,24 @@ extension MetadataStore {
     /// pinned as they arrive.
     public func pin(inode: UInt64) async throws {
         try await writer.write { db in
-            try db.execute(
-                sql: Self.subtree + " INSERT OR IGNORE INTO pinned (inode) SELECT inode FROM tree",
-                arguments: [Int64(inode)])
+            try db.cachedStatement(sql: Self.subtree + " INSERT OR IGNORE INTO pinned (inode) SELECT inode FROM tree")
+                .execute(arguments: [Int64(inode)])
         }
     }
 
     /// Unpins `inode` and everything below it.
     public func unpin(inode: UInt64) async throws {
         try await writer.write { db in
-            try db.execute(
-                sql: Self.subtree + " DELETE FROM pinned WHERE inode IN (SELECT inode FROM tree)",
-                arguments: [Int64(inode)])
+            try db.cachedStatement(sql: Self.subtree + " DELETE FROM pinned WHERE inode IN (SELECT inode FROM tree)")
+                .execute(arguments: [Int64(inode)])
         }
     }
 
     public func isPinned(inode: UInt64) async throws -> Bool {
         try await writer.read { db in
             try Bool.fetchOne(
-                db, sql: "SELECT EXISTS (SELECT 1 FROM pinned WHERE inode = ?)", arguments: [Int64(inode)]) ?? false
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM pinned WHERE inode = ?)"),
+                arguments: [Int64(inode)]) ?? false
         }
     }
 
@@ -73,7 +72,7 @@ extension MetadataStore {
     public func pinnedIdentifiers() async throws -> Set<ItemIdentifier> {
         try await writer.read { db in
             let identifiers = try String.fetchAll(
-                db, sql: "SELECT item.identifier FROM pinned JOIN item USING (inode)")
+                db.cachedStatement(sql: "SELECT item.identifier FROM pinned JOIN item USING (inode)"))
             return Set(identifiers.map { ItemIdentifier($0) })
         }
     }
@@ -82,8 +81,8 @@ extension MetadataStore {
     public func pinnedBytes() async throws -> UInt64 {
         try await writer.read { db in
             let total = try Int64.fetchOne(
-                db,
-                sql: "SELECT COALESCE(SUM(item.size), 0) FROM pinned JOIN item USING (inode) WHERE item.kind = ?",
+                db.cachedStatement(
+                    sql: "SELECT COALESCE(SUM(item.size), 0) FROM pinned JOIN item USING (inode) WHERE item.kind = ?"),
                 arguments: [Int64(ItemKind.file.rawValue)])
             return UInt64(total ?? 0)
         }
@@ -93,13 +92,14 @@ extension MetadataStore {
     public func pinnedRoots() async throws -> [UInt64] {
         try await writer.read { db in
             try Int64.fetchAll(
-                db,
-                sql: """
-                    SELECT item.inode FROM pinned JOIN item USING (inode)
-                    WHERE item.inode = 1 OR NOT EXISTS (
-                      SELECT 1 FROM pinned AS p JOIN item AS parent ON parent.inode = p.inode
-                      WHERE parent.identifier = item.parentIdentifier)
-                    """
+                db.cachedStatement(
+                    sql: """
+                        SELECT item.inode FROM pinned JOIN item USING (inode)
+                        WHERE item.inode = 1 OR NOT EXISTS (
+                          SELECT 1 FROM pinned AS p JOIN item AS parent ON parent.inode = p.inode
+                          WHERE parent.identifier = item.parentIdentifier)
+                        """
+                )
             ).map(UInt64.init)
         }
     }
@@ -109,9 +109,9 @@ extension MetadataStore {
     public func subtree(of inode: UInt64) async throws -> [(record: ItemRecord, path: [UInt8])] {
         try await writer.read { db in
             try Row.fetchAll(
-                db,
-                sql: Self.subtree
-                    + " SELECT item.*, tree.path AS treePath FROM tree JOIN item USING (inode) ORDER BY tree.path",
+                db.cachedStatement(
+                    sql: Self.subtree
+                        + " SELECT item.*, tree.path AS treePath FROM tree JOIN item USING (inode) ORDER BY tree.path"),
                 arguments: [Int64(inode)]
             ).map { row in (try ItemRecord(row: row), Array(row["treePath"] as Data? ?? Data())) }
         }
@@ -124,11 +124,11 @@ extension MetadataStore {
     public func cleanLocalContents() async throws -> [ItemRecord] {
         try await writer.read { db in
             try ItemRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT item.* FROM localContent JOIN item USING (inode)
-                    WHERE NOT EXISTS (SELECT 1 FROM pendingChange WHERE pendingChange.inode = localContent.inode)
-                    """)
+                db.cachedStatement(
+                    sql: """
+                        SELECT item.* FROM localContent JOIN item USING (inode)
+                        WHERE NOT EXISTS (SELECT 1 FROM pendingChange WHERE pendingChange.inode = localContent.inode)
+                        """))
         }
     }
 
@@ -136,11 +136,12 @@ extension MetadataStore {
     /// forgotten.
     public func forgetCleanLocalContent(inode: UInt64) async throws -> Bool {
         try await writer.write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     DELETE FROM localContent WHERE inode = ?
                     AND NOT EXISTS (SELECT 1 FROM pendingChange WHERE pendingChange.inode = localContent.inode)
-                    """, arguments: [Int64(inode)])
+                    """
+            ).execute(arguments: [Int64(inode)])
             return db.changesCount > 0
         }
     }
@@ -152,9 +153,9 @@ extension MetadataStore {
         guard !times.isEmpty else { return }
         try await writer.write { db in
             for (fileNumber, time) in times {
-                try db.execute(
-                    sql: "UPDATE content SET lastUsed = ? WHERE fileNumber = ?",
-                    arguments: [time.timeIntervalSince1970, fileNumber])
+                try db.cachedStatement(sql: "UPDATE content SET lastUsed = ? WHERE fileNumber = ?").execute(arguments: [
+                    time.timeIntervalSince1970, fileNumber,
+                ])
             }
         }
     }

@@ -20,14 +20,13 @@ extension MetadataStore {
             guard taken == nil else { return nil }
             let record = try Self.upsert(item, in: db)
             let sequence = try Self.nextSequence(in: db)
-            try db.execute(
-                sql: "INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 1, ?)",
-                arguments: [Int64(record.inode), sequence, Int64(fields.rawValue)])
+            try db.cachedStatement(
+                sql: "INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 1, ?)"
+            ).execute(arguments: [Int64(record.inode), sequence, Int64(fields.rawValue)])
             switch item.kind {
             case .directory:
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO directory (identifier, isComplete) VALUES (?, 1)",
-                    arguments: [item.identifier.rawValue])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO directory (identifier, isComplete) VALUES (?, 1)")
+                    .execute(arguments: [item.identifier.rawValue])
             case .file:
                 try Self.noteLocalContent(inode: record.inode, in: db)
             case .symlink:
@@ -47,7 +46,7 @@ extension MetadataStore {
         try await writer.write { db in
             guard
                 var stored = try ItemRecord.fetchOne(
-                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+                    db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else { return nil }
             // The identity (identifier, version) is the remote's to give, never a change's.
             var changed = item
@@ -69,32 +68,34 @@ extension MetadataStore {
         try await writer.write { db in
             guard
                 let record = try ItemRecord.fetchOne(
-                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+                    db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else { return }
             // An item never sent needs no deletion; one whose creation is being sent does, in its
             // place in the order (completeCreation gives it the remote identifier).
             let pending = try PendingChange.fetchOne(
-                db, sql: "SELECT * FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+                db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)])
             if pending.map({ !$0.isCreation || !$0.sending.isEmpty }) ?? true {
                 let item = record.item
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO pendingDeletion
                           (identifier, sequence, kind, contentVersion, metadataVersion, toTrash)
                           VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
-                        Data(item.version.content), Data(item.version.metadata), toTrash,
-                    ])
+                        """
+                ).execute(arguments: [
+                    item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
+                    Data(item.version.content), Data(item.version.metadata), toTrash,
+                ])
             }
             for sql in [
                 "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
                 "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
             ] {
-                try db.execute(sql: sql, arguments: [Int64(inode)])
+                try db.cachedStatement(sql: sql).execute(arguments: [Int64(inode)])
             }
-            try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [record.identifier.rawValue])
+            try db.cachedStatement(sql: "DELETE FROM directory WHERE identifier = ?").execute(arguments: [
+                record.identifier.rawValue
+            ])
         }
     }
 
@@ -104,14 +105,14 @@ extension MetadataStore {
     public func pendingWork(limit: Int = Int(Int32.max)) async throws -> [PendingWork] {
         try await writer.read { db in
             let changes = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT item.*, pendingChange.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
-                    ORDER BY pendingChange.sequence LIMIT ?
-                    """, arguments: [limit]
+                db.cachedStatement(
+                    sql: """
+                        SELECT item.*, pendingChange.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                        ORDER BY pendingChange.sequence LIMIT ?
+                        """), arguments: [limit]
             ).map { row in PendingWork.change(PendingChange(joinedRow: row), try ItemRecord(row: row)) }
             let deletions = try PendingDeletion.fetchAll(
-                db, sql: "SELECT * FROM pendingDeletion ORDER BY sequence LIMIT ?", arguments: [limit]
+                db.cachedStatement(sql: "SELECT * FROM pendingDeletion ORDER BY sequence LIMIT ?"), arguments: [limit]
             ).map(PendingWork.deletion)
             return Array((changes + deletions).sorted { $0.sequence < $1.sequence }.prefix(limit))
         }
@@ -121,7 +122,7 @@ extension MetadataStore {
     public func pendingChange(inode: UInt64) async throws -> PendingChange? {
         try await writer.read { db in
             try PendingChange.fetchOne(
-                db, sql: "SELECT * FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+                db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)])
         }
     }
 
@@ -130,14 +131,14 @@ extension MetadataStore {
     public func pendingTotals() async throws -> (pending: Int, failing: Int, bytes: UInt64) {
         try await writer.read { db in
             let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT COUNT(*) AS pending, COALESCE(SUM(attempts > 0), 0) AS failing,
-                    COALESCE(SUM(bytes), 0) AS bytes FROM (
-                      SELECT attempts, CASE WHEN isCreation OR (fields | sending) & ? THEN item.size ELSE 0 END AS bytes
-                      FROM pendingChange JOIN item ON item.inode = pendingChange.inode
-                      UNION ALL SELECT attempts, 0 FROM pendingDeletion)
-                    """, arguments: [Int64(ItemFields.contents.rawValue)])
+                db.cachedStatement(
+                    sql: """
+                        SELECT COUNT(*) AS pending, COALESCE(SUM(attempts > 0), 0) AS failing,
+                        COALESCE(SUM(bytes), 0) AS bytes FROM (
+                          SELECT attempts, CASE WHEN isCreation OR (fields | sending) & ? THEN item.size ELSE 0 END AS bytes
+                          FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                          UNION ALL SELECT attempts, 0 FROM pendingDeletion)
+                        """), arguments: [Int64(ItemFields.contents.rawValue)])
             return (row?["pending"] ?? 0, row?["failing"] ?? 0, UInt64(row?["bytes"] ?? Int64(0)))
         }
     }
@@ -146,16 +147,16 @@ extension MetadataStore {
     public func pendingSummary(limit: Int) async throws -> [PendingSummary] {
         try await writer.read { db in
             try PendingSummary.fetchAll(
-                db,
-                sql: """
-                    SELECT sequence, CASE WHEN isCreation THEN 'create' ELSE 'change' END AS action,
-                      CAST(filename AS TEXT) AS name, item.size AS bytes, attempts, lastError,
-                      sending != 0 AS isSending
-                    FROM pendingChange JOIN item ON item.inode = pendingChange.inode
-                    UNION ALL
-                    SELECT sequence, 'delete', identifier, 0, attempts, lastError, 0 FROM pendingDeletion
-                    ORDER BY sequence LIMIT ?
-                    """, arguments: [limit])
+                db.cachedStatement(
+                    sql: """
+                        SELECT sequence, CASE WHEN isCreation THEN 'create' ELSE 'change' END AS action,
+                          CAST(filename AS TEXT) AS name, item.size AS bytes, attempts, lastError,
+                          sending != 0 AS isSending
+                        FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                        UNION ALL
+                        SELECT sequence, 'delete', identifier, 0, attempts, lastError, 0 FROM pendingDeletion
+                        ORDER BY sequence LIMIT ?
+                        """), arguments: [limit])
         }
     }
 
@@ -169,16 +170,16 @@ extension MetadataStore {
         try await writer.write { db in
             guard
                 let row = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT item.*, pendingChange.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
-                        WHERE pendingChange.inode = ?
-                        """, arguments: [Int64(inode)])
+                    db.cachedStatement(
+                        sql: """
+                            SELECT item.*, pendingChange.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                            WHERE pendingChange.inode = ?
+                            """), arguments: [Int64(inode)])
             else { return nil }
             let change = PendingChange(joinedRow: row)
             guard change.sequence == sequence, change.isCreation || !change.fields.isEmpty else { return nil }
-            try db.execute(
-                sql: "UPDATE pendingChange SET sending = fields, fields = 0 WHERE inode = ?", arguments: [Int64(inode)])
+            try db.cachedStatement(sql: "UPDATE pendingChange SET sending = fields, fields = 0 WHERE inode = ?")
+                .execute(arguments: [Int64(inode)])
             return (change, try ItemRecord(row: row))
         }
     }
@@ -191,13 +192,15 @@ extension MetadataStore {
         try await writer.write { db in
             guard
                 let record = try ItemRecord.fetchOne(
-                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+                    db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
                 try Self.rebaseDeletion(of: localIdentifier, onto: remote, in: db)
                 return false
             }
             try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: true, in: db)
-            try db.execute(sql: "UPDATE pendingChange SET isCreation = 0 WHERE inode = ?", arguments: [Int64(inode)])
+            try db.cachedStatement(sql: "UPDATE pendingChange SET isCreation = 0 WHERE inode = ?").execute(arguments: [
+                Int64(inode)
+            ])
             try Self.finishSending(inode: inode, in: db)
             return true
         }
@@ -210,7 +213,7 @@ extension MetadataStore {
         try await writer.write { db in
             guard
                 let record = try ItemRecord.fetchOne(
-                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+                    db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
                 try Self.rebaseDeletion(of: previousIdentifier, onto: remote, in: db)
                 return
@@ -226,7 +229,7 @@ extension MetadataStore {
         try await writer.write { db in
             guard
                 let record = try ItemRecord.fetchOne(
-                    db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+                    db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else { return }
             try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
         }
@@ -236,11 +239,12 @@ extension MetadataStore {
     /// and the local one must not be lost with it.
     public func recreateLater(inode: UInt64) async throws {
         try await writer.write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE pendingChange SET isCreation = 1, fields = fields | sending, sending = 0, sequence = ?
                     WHERE inode = ?
-                    """, arguments: [try Self.nextSequence(in: db), Int64(inode)])
+                    """
+            ).execute(arguments: [try Self.nextSequence(in: db), Int64(inode)])
         }
     }
 
@@ -248,17 +252,16 @@ extension MetadataStore {
     /// tried again, or (nil) of every send a stopped daemon left unfinished.
     public func requeueSending(inode: UInt64? = nil) async throws {
         try await writer.write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: "UPDATE pendingChange SET fields = fields | sending, sending = 0 WHERE sending != 0"
-                    + (inode == nil ? "" : " AND inode = ?"),
-                arguments: StatementArguments(inode.map { [Int64($0)] } ?? []))
+                    + (inode == nil ? "" : " AND inode = ?")
+            ).execute(arguments: StatementArguments(inode.map { [Int64($0)] } ?? []))
         }
     }
 
     public func completeDeletion(identifier: ItemIdentifier, sequence: Int64) async throws {
         try await writer.write { db in
-            try db.execute(
-                sql: "DELETE FROM pendingDeletion WHERE identifier = ? AND sequence = ?",
+            try db.cachedStatement(sql: "DELETE FROM pendingDeletion WHERE identifier = ? AND sequence = ?").execute(
                 arguments: [identifier.rawValue, sequence])
         }
     }
@@ -268,15 +271,16 @@ extension MetadataStore {
         try await writer.write { db in
             switch work {
             case .change(let change, _):
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         UPDATE pendingChange SET attempts = attempts + 1, lastError = ?, fields = fields | sending,
                         sending = 0 WHERE inode = ?
-                        """, arguments: [message, Int64(change.inode)])
+                        """
+                ).execute(arguments: [message, Int64(change.inode)])
             case .deletion(let deletion):
-                try db.execute(
-                    sql: "UPDATE pendingDeletion SET attempts = attempts + 1, lastError = ? WHERE identifier = ?",
-                    arguments: [message, deletion.identifier.rawValue])
+                try db.cachedStatement(
+                    sql: "UPDATE pendingDeletion SET attempts = attempts + 1, lastError = ? WHERE identifier = ?"
+                ).execute(arguments: [message, deletion.identifier.rawValue])
             }
         }
     }
@@ -292,7 +296,7 @@ extension MetadataStore {
     public func localContentItems() async throws -> [UInt64: Bool] {
         try await writer.read { db in
             var items: [UInt64: Bool] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT inode, isConflictCopy FROM localContent") {
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT inode, isConflictCopy FROM localContent")) {
                 items[UInt64(row["inode"] as Int64)] = row["isConflictCopy"]
             }
             return items
@@ -304,9 +308,8 @@ extension MetadataStore {
     public func insertConflictCopy(_ remote: Item) async throws -> ItemRecord {
         try await writer.write { db in
             let record = try Self.upsert(remote, in: db)
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO localContent (inode, isConflictCopy) VALUES (?, 1)",
-                arguments: [Int64(record.inode)])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO localContent (inode, isConflictCopy) VALUES (?, 1)")
+                .execute(arguments: [Int64(record.inode)])
             return record
         }
     }
@@ -317,15 +320,15 @@ extension MetadataStore {
         try await writer.write { db in
             var item = remote
             if let record = try ItemRecord.fetchOne(
-                db, sql: "SELECT * FROM item WHERE inode = ?", arguments: [Int64(inode)])
+                db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             {
                 item.identifier = record.identifier
                 item.parentIdentifier = record.item.parentIdentifier
                 item.filename = record.item.filename
             }
             try Self.update(item, inode: inode, in: db)
-            try db.execute(sql: "DELETE FROM localContent WHERE inode = ?", arguments: [Int64(inode)])
-            try db.execute(sql: "DELETE FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+            try db.cachedStatement(sql: "DELETE FROM localContent WHERE inode = ?").execute(arguments: [Int64(inode)])
+            try db.cachedStatement(sql: "DELETE FROM pendingChange WHERE inode = ?").execute(arguments: [Int64(inode)])
             return ItemRecord(inode: inode, item: item)
         }
     }
@@ -333,7 +336,7 @@ extension MetadataStore {
     /// Forgets the aliases of identifiers replaced during an earlier mount: nothing holds the
     /// old ones any more.
     public func forgetIdentifierAliases() async throws {
-        try await writer.write { db in try db.execute(sql: "DELETE FROM identifierAlias") }
+        try await writer.write { db in try db.cachedStatement(sql: "DELETE FROM identifierAlias").execute() }
     }
 
     // MARK: Helpers
@@ -350,7 +353,7 @@ extension MetadataStore {
     static func nextSequence(in db: Database) throws -> Int64 {
         guard
             let sequence = try Int64.fetchOne(
-                db, sql: "UPDATE journalClock SET sequence = sequence + 1 RETURNING sequence")
+                db.cachedStatement(sql: "UPDATE journalClock SET sequence = sequence + 1 RETURNING sequence"))
         else { throw DatabaseError(message: "the journal clock is missing") }
         return sequence
     }
@@ -359,20 +362,21 @@ extension MetadataStore {
         let assignments = ItemRecord.columns.map { "\($0) = ?" }.joined(separator: ", ")
         var arguments = try item.databaseArguments()
         arguments += [Int64(inode)]
-        try db.execute(sql: "UPDATE item SET \(assignments) WHERE inode = ?", arguments: arguments)
+        try db.cachedStatement(sql: "UPDATE item SET \(assignments) WHERE inode = ?").execute(arguments: arguments)
     }
 
     static func journal(_ fields: ItemFields, inode: UInt64, in db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 0, ?)
                 ON CONFLICT(inode) DO UPDATE SET sequence = excluded.sequence, fields = fields | excluded.fields
-                """, arguments: [Int64(inode), try nextSequence(in: db), Int64(fields.rawValue)])
+                """
+        ).execute(arguments: [Int64(inode), try nextSequence(in: db), Int64(fields.rawValue)])
     }
 
     private static func noteLocalContent(inode: UInt64, in db: Database) throws {
-        try db.execute(
-            sql: "INSERT OR IGNORE INTO localContent (inode, isConflictCopy) VALUES (?, 0)", arguments: [Int64(inode)])
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO localContent (inode, isConflictCopy) VALUES (?, 0)").execute(
+            arguments: [Int64(inode)])
     }
 
     /// The item at `inode` takes `remote`'s identifier and version; what pointed at the old
@@ -382,26 +386,23 @@ extension MetadataStore {
         of remote: Item, replacing old: ItemIdentifier, inode: UInt64, alias: Bool, in db: Database
     ) throws {
         // A row still holding the remote identifier is stale: the remote says it is this item now.
-        try db.execute(
-            sql: "DELETE FROM item WHERE identifier = ? AND inode != ?",
-            arguments: [remote.identifier.rawValue, Int64(inode)])
-        try db.execute(
-            sql: "UPDATE item SET identifier = ?, contentVersion = ?, metadataVersion = ? WHERE inode = ?",
-            arguments: [
-                remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), Int64(inode),
-            ])
+        try db.cachedStatement(sql: "DELETE FROM item WHERE identifier = ? AND inode != ?").execute(arguments: [
+            remote.identifier.rawValue, Int64(inode),
+        ])
+        try db.cachedStatement(
+            sql: "UPDATE item SET identifier = ?, contentVersion = ?, metadataVersion = ? WHERE inode = ?"
+        ).execute(arguments: [
+            remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), Int64(inode),
+        ])
         guard remote.identifier != old else { return }
         if alias {
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)",
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)").execute(
                 arguments: [old.rawValue, remote.identifier.rawValue])
         }
-        try db.execute(
-            sql: "UPDATE item SET parentIdentifier = ? WHERE parentIdentifier = ?",
+        try db.cachedStatement(sql: "UPDATE item SET parentIdentifier = ? WHERE parentIdentifier = ?").execute(
             arguments: [remote.identifier.rawValue, old.rawValue])
         for table in ["directory", "content"] {
-            try db.execute(
-                sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?",
+            try db.cachedStatement(sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?").execute(
                 arguments: [remote.identifier.rawValue, old.rawValue])
         }
     }
@@ -409,23 +410,22 @@ extension MetadataStore {
     /// An item deleted here while a send of it was under way: its pending deletion must name what
     /// the send made of it on the remote (its identifier, its version), or it would miss it.
     private static func rebaseDeletion(of old: ItemIdentifier, onto remote: Item, in db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE OR REPLACE pendingDeletion SET identifier = ?, contentVersion = ?, metadataVersion = ?
                 WHERE identifier = ?
-                """,
-            arguments: [
-                remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), old.rawValue,
-            ])
+                """
+        ).execute(arguments: [
+            remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), old.rawValue,
+        ])
     }
 
     /// Ends a send: what was sent is done; a change made meanwhile stays pending.
     private static func finishSending(inode: UInt64, in db: Database) throws {
-        try db.execute(
-            sql: "UPDATE pendingChange SET sending = 0, attempts = 0, lastError = NULL WHERE inode = ?",
-            arguments: [Int64(inode)])
-        try db.execute(
-            sql: "DELETE FROM pendingChange WHERE inode = ? AND fields = 0 AND isCreation = 0",
-            arguments: [Int64(inode)])
+        try db.cachedStatement(
+            sql: "UPDATE pendingChange SET sending = 0, attempts = 0, lastError = NULL WHERE inode = ?"
+        ).execute(arguments: [Int64(inode)])
+        try db.cachedStatement(sql: "DELETE FROM pendingChange WHERE inode = ? AND fields = 0 AND isCreation = 0")
+            .execute(arguments: [Int64(inode)])
     }
 }

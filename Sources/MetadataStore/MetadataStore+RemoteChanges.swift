@@ -72,16 +72,17 @@ extension MetadataStore {
             var changedHere = Set<String>()
             var namesHeld = Set<[UInt8]>()
             for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT identifier, parentIdentifier, filename FROM item
-                    WHERE inode IN (SELECT inode FROM pendingChange)
-                    """)
+                db.cachedStatement(
+                    sql: """
+                        SELECT identifier, parentIdentifier, filename FROM item
+                        WHERE inode IN (SELECT inode FROM pendingChange)
+                        """))
             {
                 changedHere.insert(row["identifier"])
                 namesHeld.insert(Array((row["parentIdentifier"] as String).utf8) + [0] + Array(row["filename"] as Data))
             }
-            changedHere.formUnion(try String.fetchAll(db, sql: "SELECT identifier FROM pendingDeletion"))
+            changedHere.formUnion(
+                try String.fetchAll(db.cachedStatement(sql: "SELECT identifier FROM pendingDeletion")))
             for item in items where !changedHere.contains(item.identifier.rawValue) {
                 let key = Array(item.parentIdentifier.rawValue.utf8) + [0] + item.filename.bytes
                 guard !namesHeld.contains(key) else { continue }
@@ -95,11 +96,11 @@ extension MetadataStore {
     public func remoteIdentifiers() async throws -> Set<ItemIdentifier> {
         try await writer.read { db in
             let rows = try String.fetchAll(
-                db,
-                sql: """
-                    SELECT identifier FROM item WHERE inode != 1
-                    AND inode NOT IN (SELECT inode FROM pendingChange WHERE isCreation = 1)
-                    """)
+                db.cachedStatement(
+                    sql: """
+                        SELECT identifier FROM item WHERE inode != 1
+                        AND inode NOT IN (SELECT inode FROM pendingChange WHERE isCreation = 1)
+                        """))
             return Set(rows.map { ItemIdentifier($0) })
         }
     }
@@ -110,9 +111,10 @@ extension MetadataStore {
     }
 
     private static func journalState(in db: Database) throws -> JournalState {
-        let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM journalClock") ?? 0
+        let sequence = try Int64.fetchOne(db.cachedStatement(sql: "SELECT sequence FROM journalClock")) ?? 0
         let waiting = try Bool.fetchOne(
-            db, sql: "SELECT EXISTS (SELECT 1 FROM pendingChange) OR EXISTS (SELECT 1 FROM pendingDeletion)")
+            db.cachedStatement(
+                sql: "SELECT EXISTS (SELECT 1 FROM pendingChange) OR EXISTS (SELECT 1 FROM pendingDeletion)"))
         return JournalState(sequence: sequence, isEmpty: !(waiting ?? false))
     }
 
@@ -137,11 +139,11 @@ extension MetadataStore {
         guard !directories.isEmpty else { return }
         try await writer.write { db in
             for directory in directories {
-                try db.execute(
-                    sql: "UPDATE directory SET isComplete = ? WHERE identifier = ? AND isComplete = ?",
-                    arguments: [
-                        ListingState.stale.rawValue, directory.rawValue, ListingState.complete.rawValue,
-                    ])
+                try db.cachedStatement(
+                    sql: "UPDATE directory SET isComplete = ? WHERE identifier = ? AND isComplete = ?"
+                ).execute(arguments: [
+                    ListingState.stale.rawValue, directory.rawValue, ListingState.complete.rawValue,
+                ])
             }
         }
     }
@@ -150,7 +152,8 @@ extension MetadataStore {
     /// listed).
     public func listedDirectories() async throws -> Set<ItemIdentifier> {
         try await writer.read { db in
-            let rows = try String.fetchAll(db, sql: "SELECT identifier FROM directory WHERE isComplete != 0")
+            let rows = try String.fetchAll(
+                db.cachedStatement(sql: "SELECT identifier FROM directory WHERE isComplete != 0"))
             return Set(rows.map { ItemIdentifier($0) })
         }
     }
@@ -158,15 +161,18 @@ extension MetadataStore {
     // MARK: Helpers
 
     private static func record(_ identifier: ItemIdentifier, in db: Database) throws -> ItemRecord? {
-        try ItemRecord.fetchOne(db, sql: "SELECT * FROM item WHERE identifier = ?", arguments: [identifier.rawValue])
+        try ItemRecord.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"), arguments: [identifier.rawValue])
     }
 
     private static func pending(_ inode: UInt64, in db: Database) throws -> PendingChange? {
-        try PendingChange.fetchOne(db, sql: "SELECT * FROM pendingChange WHERE inode = ?", arguments: [Int64(inode)])
+        try PendingChange.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)])
     }
 
     private static func hasLocalContent(_ inode: UInt64, in db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM localContent WHERE inode = ?", arguments: [Int64(inode)]) ?? false
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM localContent WHERE inode = ?"), arguments: [Int64(inode)]) ?? false
     }
 
     /// Local work a remote deletion must not take away: an item never sent, or a file whose
@@ -180,7 +186,8 @@ extension MetadataStore {
     private static func isListed(_ directory: ItemIdentifier, in db: Database) throws -> Bool {
         if directory == .rootContainer { return true }
         return try Bool.fetchOne(
-            db, sql: "SELECT isComplete != 0 FROM directory WHERE identifier = ?", arguments: [directory.rawValue])
+            db.cachedStatement(sql: "SELECT isComplete != 0 FROM directory WHERE identifier = ?"),
+            arguments: [directory.rawValue])
             ?? false
     }
 
@@ -188,7 +195,8 @@ extension MetadataStore {
         _ remote: Item, outcome: inout RemoteChangeOutcome, releaseLocalContent: (UInt64) -> Bool, in db: Database
     ) throws {
         let deletedHere = try Bool.fetchOne(
-            db, sql: "SELECT 1 FROM pendingDeletion WHERE identifier = ?", arguments: [remote.identifier.rawValue])
+            db.cachedStatement(sql: "SELECT 1 FROM pendingDeletion WHERE identifier = ?"),
+            arguments: [remote.identifier.rawValue])
         if deletedHere ?? false {
             outcome.keptLocal += 1
             return
@@ -220,7 +228,8 @@ extension MetadataStore {
             return try applyRemote(remote, outcome: &outcome, releaseLocalContent: releaseLocalContent, in: db)
         }
         if let occupant = try ItemRecord.fetchOne(
-            db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ? AND identifier != ?",
+            db.cachedStatement(
+                sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ? AND identifier != ?"),
             arguments: [remote.parentIdentifier.rawValue, Data(remote.filename.bytes), remote.identifier.rawValue])
         {
             // The local item with that name goes up under a conflict name (the uploader's
@@ -241,7 +250,9 @@ extension MetadataStore {
                 outcome.keptLocal += 1
                 return
             }
-            try db.execute(sql: "DELETE FROM localContent WHERE inode = ?", arguments: [Int64(existing.inode)])
+            try db.cachedStatement(sql: "DELETE FROM localContent WHERE inode = ?").execute(arguments: [
+                Int64(existing.inode)
+            ])
             outcome.releasedLocalContent.append(existing.inode)
         }
         outcome.updated.append(RemoteUpdate(before: existing, after: try upsert(remote, in: db)))
@@ -260,7 +271,7 @@ extension MetadataStore {
             index += 1
             guard folder.item.kind == .directory else { continue }
             subtree += try ItemRecord.fetchAll(
-                db, sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ?",
+                db.cachedStatement(sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ?"),
                 arguments: [folder.identifier.rawValue, folder.identifier.rawValue])
         }
         var kept = Set<ItemIdentifier>()
@@ -273,9 +284,11 @@ extension MetadataStore {
                 "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
                 "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
             ] {
-                try db.execute(sql: sql, arguments: [Int64(item.inode)])
+                try db.cachedStatement(sql: sql).execute(arguments: [Int64(item.inode)])
             }
-            try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [item.identifier.rawValue])
+            try db.cachedStatement(sql: "DELETE FROM directory WHERE identifier = ?").execute(arguments: [
+                item.identifier.rawValue
+            ])
             outcome.removed.append(item)
         }
         // Folders first, so each is created on the remote before what it holds.
@@ -284,12 +297,13 @@ extension MetadataStore {
             var fields: ItemFields = [.filename, .parentIdentifier, .contentModificationDate, .permissions]
             if item.item.kind == .file { fields.insert(.contents) }
             if item.item.kind == .symlink { fields.insert(.symlinkTarget) }
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 1, ?)
                     ON CONFLICT(inode) DO UPDATE SET isCreation = 1, sequence = excluded.sequence,
                       fields = fields | sending | excluded.fields, sending = 0
-                    """, arguments: [Int64(item.inode), try nextSequence(in: db), Int64(fields.rawValue)])
+                    """
+            ).execute(arguments: [Int64(item.inode), try nextSequence(in: db), Int64(fields.rawValue)])
         }
     }
 }

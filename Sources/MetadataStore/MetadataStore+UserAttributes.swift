@@ -12,7 +12,7 @@ extension MetadataStore {
     public func userAttribute(inode: UInt64, name: String) async throws -> [UInt8]? {
         try await writer.read { db in
             try Data.fetchOne(
-                db, sql: "SELECT value FROM userAttribute WHERE inode = ? AND name = ?",
+                db.cachedStatement(sql: "SELECT value FROM userAttribute WHERE inode = ? AND name = ?"),
                 arguments: [Int64(inode), name]
             ).map { Array($0) }
         }
@@ -21,7 +21,8 @@ extension MetadataStore {
     public func userAttributeNames(inode: UInt64) async throws -> [String] {
         try await writer.read { db in
             try String.fetchAll(
-                db, sql: "SELECT name FROM userAttribute WHERE inode = ? ORDER BY name", arguments: [Int64(inode)])
+                db.cachedStatement(sql: "SELECT name FROM userAttribute WHERE inode = ? ORDER BY name"),
+                arguments: [Int64(inode)])
         }
     }
 
@@ -30,7 +31,8 @@ extension MetadataStore {
         try await writer.read { db in
             var attributes: [String: [UInt8]] = [:]
             for row in try Row.fetchAll(
-                db, sql: "SELECT name, value FROM userAttribute WHERE inode = ?", arguments: [Int64(inode)])
+                db.cachedStatement(sql: "SELECT name, value FROM userAttribute WHERE inode = ?"),
+                arguments: [Int64(inode)])
             {
                 attributes[row["name"]] = Array(row["value"] as Data)
             }
@@ -47,13 +49,12 @@ extension MetadataStore {
         try await writer.write { db in
             let exists =
                 try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM userAttribute WHERE inode = ? AND name = ?",
+                    db.cachedStatement(sql: "SELECT 1 FROM userAttribute WHERE inode = ? AND name = ?"),
                     arguments: [Int64(inode), name])
                 ?? false
             if (mustExist && !exists) || (mustBeNew && exists) { return false }
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO userAttribute (inode, name, value) VALUES (?, ?, ?)",
-                arguments: [Int64(inode), name, Data(value)])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO userAttribute (inode, name, value) VALUES (?, ?, ?)")
+                .execute(arguments: [Int64(inode), name, Data(value)])
             try Self.journalAttributes(of: inode, in: db)
             return true
         }
@@ -62,8 +63,9 @@ extension MetadataStore {
     /// Removes `name` and journals the change; false when it was not there.
     public func removeUserAttribute(inode: UInt64, name: String) async throws -> Bool {
         try await writer.write { db in
-            try db.execute(
-                sql: "DELETE FROM userAttribute WHERE inode = ? AND name = ?", arguments: [Int64(inode), name])
+            try db.cachedStatement(sql: "DELETE FROM userAttribute WHERE inode = ? AND name = ?").execute(arguments: [
+                Int64(inode), name,
+            ])
             guard db.changesCount > 0 else { return false }
             try Self.journalAttributes(of: inode, in: db)
             return true
@@ -80,13 +82,12 @@ extension MetadataStore {
     static func adoptRemoteAttributes(_ attributes: [String: [UInt8]], inode: UInt64, in db: Database) throws {
         let pending =
             try Int64.fetchOne(
-                db, sql: "SELECT (fields | sending) & ? FROM pendingChange WHERE inode = ?",
+                db.cachedStatement(sql: "SELECT (fields | sending) & ? FROM pendingChange WHERE inode = ?"),
                 arguments: [Int64(ItemFields.extendedAttributes.rawValue), Int64(inode)]) ?? 0
         guard pending == 0 else { return }
-        try db.execute(sql: "DELETE FROM userAttribute WHERE inode = ?", arguments: [Int64(inode)])
+        try db.cachedStatement(sql: "DELETE FROM userAttribute WHERE inode = ?").execute(arguments: [Int64(inode)])
         for (name, value) in attributes {
-            try db.execute(
-                sql: "INSERT INTO userAttribute (inode, name, value) VALUES (?, ?, ?)",
+            try db.cachedStatement(sql: "INSERT INTO userAttribute (inode, name, value) VALUES (?, ?, ?)").execute(
                 arguments: [Int64(inode), name, Data(value)])
         }
     }

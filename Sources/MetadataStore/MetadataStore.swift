@@ -4,7 +4,8 @@
 // have been listed completely, which blocks of which content versions the cache holds, and small
 // settings such as the remote the cache belongs to. A WAL-mode DatabasePool lets lookups read
 // while a listing writes. Every method is async and runs on GRDB's own queues, never blocking a
-// cooperative thread.
+// cooperative thread. Every statement is a cached one (prepared once per connection): preparing
+// anew cost more than running it (DECISIONS 82).
 
 import FileProviderKit
 import Foundation
@@ -148,11 +149,12 @@ public final class MetadataStore: Sendable {
             let arguments = try item.databaseArguments()
             let columns = ItemRecord.columns.joined(separator: ", ")
             let updates = ItemRecord.columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO item (inode, \(columns)) VALUES (1, \(Self.placeholders))
                     ON CONFLICT(inode) DO UPDATE SET \(updates)
-                    """, arguments: arguments)
+                    """
+            ).execute(arguments: arguments)
             return ItemRecord(inode: 1, item: item)
         }
     }
@@ -214,15 +216,15 @@ public final class MetadataStore: Sendable {
     public func children(of parent: ItemIdentifier) async throws -> [ItemRecord] {
         try await writer.read { db in
             try ItemRecord.fetchAll(
-                db,
-                sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename",
+                db.cachedStatement(
+                    sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename"),
                 arguments: [try Self.resolve(parent, in: db), try Self.resolve(parent, in: db)])
         }
     }
 
     /// How many items the store knows.
     public func itemCount() async throws -> Int {
-        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") ?? 0 }
+        try await writer.read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM item")) ?? 0 }
     }
 
     // MARK: Directories
@@ -246,27 +248,28 @@ public final class MetadataStore: Sendable {
 
     static func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>, in db: Database) throws {
         let known = try String.fetchAll(
-            db,
-            sql: """
-                SELECT identifier FROM item WHERE parentIdentifier = ? AND identifier != ?
-                AND inode NOT IN (SELECT inode FROM pendingChange)
-                """, arguments: [directory.rawValue, directory.rawValue])
+            db.cachedStatement(
+                sql: """
+                    SELECT identifier FROM item WHERE parentIdentifier = ? AND identifier != ?
+                    AND inode NOT IN (SELECT inode FROM pendingChange)
+                    """), arguments: [directory.rawValue, directory.rawValue])
         for identifier in known where !seen.contains(ItemIdentifier(identifier)) {
-            try db.execute(sql: "DELETE FROM item WHERE identifier = ?", arguments: [identifier])
-            try db.execute(sql: "DELETE FROM directory WHERE identifier = ?", arguments: [identifier])
+            try db.cachedStatement(sql: "DELETE FROM item WHERE identifier = ?").execute(arguments: [identifier])
+            try db.cachedStatement(sql: "DELETE FROM directory WHERE identifier = ?").execute(arguments: [identifier])
         }
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO directory (identifier, isComplete) VALUES (?, 1)
                 ON CONFLICT(identifier) DO UPDATE SET isComplete = 1
-                """, arguments: [directory.rawValue])
+                """
+        ).execute(arguments: [directory.rawValue])
     }
 
     // MARK: Cached content
 
     /// Every cache file the store knows of.
     public func contentRecords() async throws -> [ContentRecord] {
-        try await writer.read { db in try ContentRecord.fetchAll(db, sql: "SELECT * FROM content") }
+        try await writer.read { db in try ContentRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM content")) }
     }
 
     /// Starts a cache file for a content version, replacing what was recorded for the item before.
@@ -276,18 +279,20 @@ public final class MetadataStore: Sendable {
     ) async throws -> (new: ContentRecord, replaced: ContentRecord?) {
         try await writer.write { db in
             let old = try ContentRecord.fetchOne(
-                db, sql: "SELECT * FROM content WHERE identifier = ?", arguments: [identifier.rawValue])
-            try db.execute(sql: "DELETE FROM content WHERE identifier = ?", arguments: [identifier.rawValue])
+                db.cachedStatement(sql: "SELECT * FROM content WHERE identifier = ?"), arguments: [identifier.rawValue])
+            try db.cachedStatement(sql: "DELETE FROM content WHERE identifier = ?").execute(arguments: [
+                identifier.rawValue
+            ])
             let now = Date()
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO content (identifier, contentVersion, size, blockSize, presentBlocks, lastUsed)
                     VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    identifier.rawValue, Data(contentVersion), Int64(size), Int64(blockSize), Data(),
-                    now.timeIntervalSince1970,
-                ])
+                    """
+            ).execute(arguments: [
+                identifier.rawValue, Data(contentVersion), Int64(size), Int64(blockSize), Data(),
+                now.timeIntervalSince1970,
+            ])
             let record = ContentRecord(
                 fileNumber: db.lastInsertedRowID, identifier: identifier, contentVersion: contentVersion,
                 size: size, blockSize: blockSize, presentBlocks: [], lastUsed: now)
@@ -298,16 +303,15 @@ public final class MetadataStore: Sendable {
     /// Records which blocks of a cache file are safely on disk.
     public func savePresentBlocks(fileNumber: Int64, presentBlocks: [UInt8]) async throws {
         try await writer.write { db in
-            try db.execute(
-                sql: "UPDATE content SET presentBlocks = ?, lastUsed = ? WHERE fileNumber = ?",
-                arguments: [Data(presentBlocks), Date().timeIntervalSince1970, fileNumber])
+            try db.cachedStatement(sql: "UPDATE content SET presentBlocks = ?, lastUsed = ? WHERE fileNumber = ?")
+                .execute(arguments: [Data(presentBlocks), Date().timeIntervalSince1970, fileNumber])
         }
     }
 
     /// Forgets a cache file.
     public func removeContent(fileNumber: Int64) async throws {
         try await writer.write { db in
-            try db.execute(sql: "DELETE FROM content WHERE fileNumber = ?", arguments: [fileNumber])
+            try db.cachedStatement(sql: "DELETE FROM content WHERE fileNumber = ?").execute(arguments: [fileNumber])
         }
     }
 
@@ -315,16 +319,16 @@ public final class MetadataStore: Sendable {
 
     public func setting(_ key: String) async throws -> String? {
         try await writer.read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key])
+            try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM setting WHERE key = ?"), arguments: [key])
         }
     }
 
     public func setSetting(_ key: String, to value: String) async throws {
         try await writer.write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql:
-                    "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                arguments: [key, value])
+                    "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+            ).execute(arguments: [key, value])
         }
     }
 }
