@@ -5,9 +5,15 @@ import Synchronization
 ///
 /// A remote that keeps no history (a plain folder, most WebDAV servers) gets change enumeration by
 /// comparison (see `WalkHistory`): an anchor names a snapshot — every item as one walk found it —
-/// and the changes since the anchor are the difference between that snapshot and a new walk. Snapshots are files in the state directory when the engine gives
-/// one, so anchors survive a restart of the provider, and live in memory otherwise. Only the newest
-/// few are kept; a token naming an older one gets `syncAnchorExpired` (or `pageExpired`).
+/// and the changes since the anchor are the difference between that snapshot and a new walk.
+/// Snapshots are files in the state directory when the engine gives one, so anchors survive a
+/// restart of the provider, and live in memory otherwise. Only the newest few are kept; a token
+/// naming an older one gets `syncAnchorExpired` (or `pageExpired`).
+///
+/// With a directory, a snapshot is in memory only while an enumeration uses it: loaded (or saved)
+/// at its first call, forgotten at `release`, which the history calls when the enumeration ends.
+/// Holding the newest between rounds cost about 400 bytes per remote item for the mount's whole
+/// life; reading it back costs a decode of its file per round (DECISIONS 83).
 ///
 /// A walk cannot see an item created and deleted between two snapshots, yet the engine may have
 /// learned of it from a folder listing meanwhile. So the store also remembers the identifiers
@@ -15,7 +21,7 @@ import Synchronization
 /// walk no longer found; changes between two snapshots report the tombstones in between as deleted.
 final class SnapshotStore: Sendable {
     /// One saved state: the items a walk found, and the tombstones described above.
-    struct Snapshot: Codable, Sendable {
+    struct Snapshot: Sendable {
         var items: [Item]
         var tombstones: [ItemIdentifier]
     }
@@ -32,7 +38,8 @@ final class SnapshotStore: Sendable {
     private struct State {
         /// The sequence number of the newest snapshot; 0 before the first.
         var newest: Int
-        /// Snapshots held in memory: all retained ones without a directory, else the newest only.
+        /// Snapshots held in memory: all retained ones without a directory, else those the
+        /// enumeration under way uses.
         var cached: [Int: Snapshot] = [:]
         /// Identifiers handed out by listings and creations since the last walk began.
         var handedOut: Set<ItemIdentifier> = []
@@ -58,7 +65,13 @@ final class SnapshotStore: Sendable {
         }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let sessionFile = directory.appending(path: "session")
-        if let saved = try? String(contentsOf: sessionFile, encoding: .utf8), !saved.isEmpty {
+        // Snapshots of an earlier form (JSON) are dropped with the session that named them, so
+        // that the anchors naming them expire instead of naming the new files of the same numbers.
+        let earlier = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("snapshot-") && $0.hasSuffix(".json")
+        }
+        for name in earlier { try FileManager.default.removeItem(at: directory.appending(path: name)) }
+        if earlier.isEmpty, let saved = try? String(contentsOf: sessionFile, encoding: .utf8), !saved.isEmpty {
             session = saved
         } else {
             session = UUID().uuidString
@@ -93,7 +106,7 @@ final class SnapshotStore: Sendable {
             return state.newest
         }
         guard let directory else { return sequence }
-        try JSONEncoder().encode(snapshot).write(to: file(sequence, in: directory), options: .atomic)
+        try Data(snapshot.packed()).write(to: file(sequence, in: directory), options: .atomic)
         for old in try FileManager.default.contentsOfDirectory(atPath: directory.path).compactMap(Self.sequence)
         where old <= sequence - Self.retained {
             try? FileManager.default.removeItem(at: file(old, in: directory))
@@ -106,8 +119,18 @@ final class SnapshotStore: Sendable {
         let (newest, cached) = state.withLock { ($0.newest, $0.cached[sequence]) }
         guard sequence > newest - Self.retained, sequence <= newest else { return nil }
         if let cached { return cached }
-        guard let directory, let data = try? Data(contentsOf: file(sequence, in: directory)) else { return nil }
-        return try? JSONDecoder().decode(Snapshot.self, from: data)
+        guard let directory, let data = try? Data(contentsOf: file(sequence, in: directory)),
+            let snapshot = try? Snapshot(packed: [UInt8](data))
+        else { return nil }
+        state.withLock { $0.cached[sequence] = snapshot }
+        return snapshot
+    }
+
+    /// Forgets the snapshots held for the enumeration that ended (with a directory; without one,
+    /// memory is where they are kept).
+    func release() {
+        guard directory != nil else { return }
+        state.withLock { $0.cached = [:] }
     }
 
     /// The newest snapshot and its sequence number, if there is one. Blocks.
@@ -117,11 +140,37 @@ final class SnapshotStore: Sendable {
     }
 
     private func file(_ sequence: Int, in directory: URL) -> URL {
-        directory.appending(path: "snapshot-\(sequence).json")
+        directory.appending(path: "snapshot-\(sequence)")
     }
 
     private static func sequence(ofFile name: String) -> Int? {
-        guard name.hasPrefix("snapshot-"), name.hasSuffix(".json") else { return nil }
-        return Int(name.dropFirst("snapshot-".count).dropLast(".json".count))
+        guard name.hasPrefix("snapshot-") else { return nil }
+        return Int(name.dropFirst("snapshot-".count))
+    }
+}
+
+extension SnapshotStore.Snapshot {
+    /// The snapshot as stored: the count of tombstones and each as a string, then the items as
+    /// `PackedItem` records.
+    func packed() -> [UInt8] {
+        var header = PackedItem.Writer()
+        header.integer(UInt32(tombstones.count))
+        for tombstone in tombstones { header.string(tombstone.rawValue) }
+        var output = header.output
+        for item in items { PackedItem.append(item, to: &output) }
+        return output
+    }
+
+    /// Reads a stored snapshot; throws on one that does not decode whole.
+    init(packed input: [UInt8]) throws {
+        var header = PackedItem.Reader(input: input, index: 0, end: input.count)
+        tombstones = try (0..<header.integer(UInt32.self)).map { _ in ItemIdentifier(try header.string()) }
+        items = []
+        var index = header.index
+        while index < input.count {
+            guard let (item, end) = try PackedItem.next(in: input, at: index) else { throw PackedItem.Malformed() }
+            items.append(item)
+            index = end
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The working set of a remote that keeps no history, by comparing walks of the whole tree.
 ///
@@ -16,6 +17,13 @@ public final class WalkHistory: Sendable {
     public typealias Walk = @Sendable () async throws -> [Item]
 
     private let snapshots: SnapshotStore
+    /// The snapshot the last walk made or found unchanged, and when that walk ended.
+    private let lastWalk = Mutex<(sequence: Int, ended: ContinuousClock.Instant)?>(nil)
+
+    /// How long a walk's snapshot answers a listing's first page instead of a new walk. The engine
+    /// takes an anchor (a walk) and then lists (another walk); the listing may be as old as the
+    /// anchor, never older, so the second walk of the whole tree is saved.
+    static let walkReuse: Duration = .seconds(2)
 
     /// Keeps snapshots in `directory` (created when missing), so anchors survive a restart; in
     /// memory when nil. Blocks briefly.
@@ -35,7 +43,9 @@ public final class WalkHistory: Sendable {
     {
         let snapshots = snapshots
         let (sequence, items, offset): (Int, [Item], Int)
-        if page.isInitial {
+        if page.isInitial, let recent = try await recentWalk() {
+            (sequence, items, offset) = (recent.sequence, recent.snapshot.items, 0)
+        } else if page.isInitial {
             let present = try await present(walk: walk)
             (sequence, items, offset) = (present.sequence, present.snapshot.items, 0)
         } else {
@@ -46,6 +56,7 @@ public final class WalkHistory: Sendable {
         }
         let end = min(items.count, offset + max(suggestedPageSize, 1))
         let next = end < items.count ? try EnumerationPage(Self.token([sequence, end], of: snapshots)) : nil
+        if next == nil { snapshots.release() }
         return ItemPage(items: Array(items[offset..<end]), nextPage: next)
     }
 
@@ -68,7 +79,10 @@ public final class WalkHistory: Sendable {
                 if try Self.changes(from: from, through: newest, to: walked, in: snapshots).isEmpty { return nil }
                 return try snapshots.save(walked)
             }
-            guard let saved else { return ChangeBatch(updated: [], deleted: [], nextAnchor: anchor, moreComing: false) }
+            guard let saved else {
+                snapshots.release()
+                return ChangeBatch(updated: [], deleted: [], nextAnchor: anchor, moreComing: false)
+            }
             (to, offset) = (saved, 0)
         }
         let changes = try await BlockingIO.run {
@@ -78,6 +92,7 @@ public final class WalkHistory: Sendable {
         let end = min(changes.count, offset + max(suggestedPageSize, 1))
         let batch = changes[min(offset, end)..<end]
         let more = end < changes.count
+        if !more { snapshots.release() }
         return ChangeBatch(
             updated: batch.compactMap { if case .updated(let item) = $0 { item } else { nil } },
             deleted: batch.compactMap { if case .deleted(let identifier) = $0 { identifier } else { nil } },
@@ -87,7 +102,9 @@ public final class WalkHistory: Sendable {
 
     /// `ItemEnumerator.currentSyncAnchor` of the working set.
     public func currentSyncAnchor(walk: Walk) async throws -> SyncAnchor {
-        try SyncAnchor(Self.token([try await present(walk: walk).sequence], of: snapshots))
+        let sequence = try await present(walk: walk).sequence
+        snapshots.release()
+        return try SyncAnchor(Self.token([sequence], of: snapshots))
     }
 
     /// One change between two snapshots.
@@ -132,11 +149,25 @@ public final class WalkHistory: Sendable {
     private func present(walk: Walk) async throws -> (sequence: Int, snapshot: SnapshotStore.Snapshot) {
         let walked = try await self.walk(walk)
         let snapshots = snapshots
-        return try await BlockingIO.run {
+        let present = try await BlockingIO.run {
             if let newest = snapshots.newest(), newest.snapshot.items == walked.items, walked.tombstones.isEmpty {
                 return newest
             }
             return (try snapshots.save(walked), walked)
+        }
+        lastWalk.withLock { $0 = (present.sequence, .now) }
+        return present
+    }
+
+    /// The snapshot of a walk that ended within `walkReuse`, if it is still the newest.
+    private func recentWalk() async throws -> (sequence: Int, snapshot: SnapshotStore.Snapshot)? {
+        guard let last = lastWalk.withLock({ $0 }), ContinuousClock.now - last.ended < Self.walkReuse else {
+            return nil
+        }
+        let snapshots = snapshots
+        return try await BlockingIO.run {
+            guard let newest = snapshots.newest(), newest.sequence == last.sequence else { return nil }
+            return newest
         }
     }
 

@@ -4,7 +4,7 @@ import Foundation
 /// The part of a long listing beyond its first page, kept on disk until the engine asks for it.
 ///
 /// A PROPFIND answer comes whole, but the engine takes a listing page by page; holding the rest of
-/// a 100 000-entry folder in memory meanwhile is what this avoids. Items are `SpooledItem` records
+/// a 100 000-entry folder in memory meanwhile is what this avoids. Items are `PackedItem` records
 /// in a file named by a random id; a page token is `<id>:<offset>` — the file and where the next
 /// page starts.
 /// The file is removed with its last page; a token whose file is gone gets `pageExpired`.
@@ -20,7 +20,7 @@ struct ListingSpool {
     }
 
     mutating func append(_ item: Item) async throws {
-        SpooledItem.append(item, to: &pending)
+        PackedItem.append(item, to: &pending)
         if pending.count >= Self.flushSize { try await flush() }
     }
 
@@ -64,7 +64,7 @@ struct ListingSpool {
             while items.count < limit {
                 let record: (item: Item, end: Int)?
                 do {
-                    record = try SpooledItem.next(in: buffer, at: index)
+                    record = try PackedItem.next(in: buffer, at: index)
                 } catch {
                     throw ProviderError.cannotSynchronize(reason: "the listing spool \(file.path) is damaged")
                 }

@@ -55,11 +55,11 @@ import Testing
 
     @Test func aDamagedRecordIsAnErrorNotAnItem() throws {
         var record: [UInt8] = []
-        SpooledItem.append(Self.items(1)[0], to: &record)
-        #expect(try SpooledItem.next(in: record, at: 0)?.item == Self.items(1)[0])
-        #expect(try SpooledItem.next(in: Array(record.dropLast()), at: 0) == nil, "incomplete: read more")
+        PackedItem.append(Self.items(1)[0], to: &record)
+        #expect(try PackedItem.next(in: record, at: 0)?.item == Self.items(1)[0])
+        #expect(try PackedItem.next(in: Array(record.dropLast()), at: 0) == nil, "incomplete: read more")
         var damaged = record
         damaged[0] &-= 1  // the length says one byte less than the fields take
-        #expect(throws: SpooledItem.Malformed.self) { try SpooledItem.next(in: damaged, at: 0) }
+        #expect(throws: PackedItem.Malformed.self) { try PackedItem.next(in: damaged, at: 0) }
     }
 }

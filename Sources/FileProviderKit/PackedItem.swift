@@ -1,15 +1,14 @@
-import FileProviderKit
-
-/// How `ListingSpool` stores an item: a length-prefixed binary record. JSON was the first form,
-/// and encoding and decoding it (the byte arrays of names and versions become arrays of numbers)
-/// took half of the daemon's CPU while listing a folder of 100 000 entries.
+/// How items are stored in files (a WebDAV listing's spool, walk snapshots): a length-prefixed
+/// binary record. JSON was the first form, and encoding and decoding it (the byte arrays of names
+/// and versions become arrays of numbers) took half of the daemon's CPU while listing a folder of
+/// 100 000 entries, and a quarter of a change round's while saving a walk.
 ///
 /// Record: UInt32 length of what follows, then the fields of `Item` in declaration order;
 /// integers little-endian, byte strings as a UInt32 length and the bytes, optional fields after
 /// a presence byte, dictionaries as a count and their pairs in key order.
-enum SpooledItem {
+public enum PackedItem {
     /// Appends the record of `item` to `output`.
-    static func append(_ item: Item, to output: inout [UInt8]) {
+    public static func append(_ item: Item, to output: inout [UInt8]) {
         var record = Writer()
         record.string(item.identifier.rawValue)
         record.string(item.parentIdentifier.rawValue)
@@ -31,7 +30,7 @@ enum SpooledItem {
 
     /// The next record in `input` from `index`, and the index after it; nil when `input` ends
     /// before the record does (read more and try again). Throws on a record that is not one.
-    static func next(in input: [UInt8], at index: Int) throws -> (item: Item, end: Int)? {
+    public static func next(in input: [UInt8], at index: Int) throws -> (item: Item, end: Int)? {
         var header = Reader(input: input, index: index, end: input.count)
         guard let length = try? header.integer(UInt32.self), header.index + Int(length) <= input.count else {
             return nil
@@ -65,9 +64,10 @@ enum SpooledItem {
     }
 
     /// A record that does not decode.
-    struct Malformed: Error {}
+    public struct Malformed: Error {}
 
-    private struct Writer {
+    /// Writes the fields of a record (also used for the parts of a snapshot that are not items).
+    struct Writer {
         var output: [UInt8] = []
 
         mutating func integer<T: FixedWidthInteger>(_ value: T) {
@@ -100,7 +100,8 @@ enum SpooledItem {
         }
     }
 
-    private struct Reader {
+    /// Reads the fields of a record.
+    struct Reader {
         let input: [UInt8]
         var index: Int
         /// Where the record ends.
