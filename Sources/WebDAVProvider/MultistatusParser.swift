@@ -92,10 +92,12 @@ struct MultistatusParser {
 
     private mutating func ended(_ name: XMLPullParser.Name) -> Response? {
         if name == Self.element("sync-token"), path.count == 2 {
-            syncToken = String(decoding: text, as: UTF8.self).trimmingSpaces
+            syncToken = Self.trimmed(text)
         }
         guard response != nil else { return nil }
-        let value = String(decoding: text, as: UTF8.self).trimmingSpaces
+        // Made only where a case reads it: most elements of a response carry none.
+        let text = self.text
+        var value: String { Self.trimmed(text) }
         switch (name.namespace, name.local, path.count) {
         case (Self.dav, "response", 2):
             defer { response = nil }
@@ -103,9 +105,9 @@ struct MultistatusParser {
         case (Self.dav, "href", 3):
             response?.href = value
         case (Self.dav, "status", 3):
-            response?.status = Self.statusCode(value)
+            response?.status = Self.statusCode(text)
         case (Self.dav, "status", 4):
-            pendingStatus = Self.statusCode(value)
+            pendingStatus = Self.statusCode(text)
         case (Self.dav, "propstat", 3):
             if pending.extendedAttributesStatus != nil { response?.extendedAttributesStatus = pendingStatus }
             if pendingStatus == 200 { merge(pending) }
@@ -132,6 +134,14 @@ struct MultistatusParser {
         return nil
     }
 
+    /// `text` without leading and trailing XML white space.
+    private static func trimmed(_ text: [UInt8]) -> String {
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        return String(decoding: text[first...last], as: UTF8.self)
+    }
+
     /// True inside `response/propstat/prop`, where properties live.
     private var isInProp: Bool {
         path.count >= 4 && path[2] == Self.element("propstat") && path[3] == Self.element("prop")
@@ -156,10 +166,13 @@ struct MultistatusParser {
         response = merged
     }
 
-    /// 200 from "HTTP/1.1 200 OK".
-    private static func statusCode(_ line: String) -> Int? {
-        let parts = line.split(separator: " ")
-        return parts.count >= 2 ? Int(parts[1]) : nil
+    /// 200 from "HTTP/1.1 200 OK" (read from the bytes: every propstat has one).
+    private static func statusCode(_ line: [UInt8]) -> Int? {
+        let words = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D })
+        guard words.count >= 2, !words[1].isEmpty, words[1].count <= 3,
+            words[1].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        else { return nil }
+        return words[1].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
     }
 }
 

@@ -28,9 +28,16 @@ struct XMLPullParser {
 
     private var buffer: [UInt8] = []
     private var position = 0
-    /// Open elements, innermost last, with the namespace declarations each made.
-    private var open: [(name: Name, qualified: [UInt8], declarations: [String: String])] = []
+    /// Open elements, innermost last, with the namespace declarations each made (prefix bytes,
+    /// empty for the default namespace).
+    private var open: [(name: Name, qualified: [UInt8], declarations: [(prefix: [UInt8], namespace: String)])] = []
     private var sawRoot = false
+    /// Qualified names seen so far, split into prefix and local name: a multistatus repeats a
+    /// dozen names thousands of times, and making their strings anew each time was most of the
+    /// parse.
+    private var knownNames: [ArraySlice<UInt8>: (qualified: [UInt8], prefix: [UInt8], local: String)] = [:]
+    /// Namespace names seen so far (servers declare the same ones on every response).
+    private var knownNamespaces: [ArraySlice<UInt8>: String] = [:]
 
     /// Consumes `bytes` and returns the events they complete, in order.
     mutating func feed(_ bytes: some Sequence<UInt8>) throws(Malformed) -> [Event] {
@@ -96,8 +103,8 @@ struct XMLPullParser {
     /// Handles the inside of `<…>`: a start tag, an end tag or an empty-element tag.
     private mutating func tag(_ body: ArraySlice<UInt8>, into events: inout [Event]) throws(Malformed) {
         if body.first == UInt8(ascii: "/") {
-            let qualified = Array(body.dropFirst().prefix { !Self.isSpace($0) })
-            guard let innermost = open.popLast(), innermost.qualified == qualified else {
+            let qualified = body.dropFirst().prefix { !Self.isSpace($0) }
+            guard let innermost = open.popLast(), innermost.qualified.elementsEqual(qualified) else {
                 throw Malformed(reason: "unexpected </\(String(decoding: qualified, as: UTF8.self))>")
             }
             events.append(.end(innermost.name))
@@ -105,22 +112,16 @@ struct XMLPullParser {
         }
         let isEmpty = body.last == UInt8(ascii: "/")
         let content = isEmpty ? body.dropLast() : body
-        let qualified = Array(content.prefix { !Self.isSpace($0) })
+        let qualified = content.prefix { !Self.isSpace($0) }
         guard !qualified.isEmpty else { throw Malformed(reason: "a tag without a name") }
         if open.isEmpty {
             if sawRoot { throw Malformed(reason: "a second root element") }
             sawRoot = true
         }
-        var declarations: [String: String] = [:]
-        for (name, value) in try Self.attributes(content.dropFirst(qualified.count)) {
-            if name == "xmlns" {
-                declarations[""] = value
-            } else if name.hasPrefix("xmlns:") {
-                declarations[String(name.dropFirst(6))] = value
-            }
-        }
-        open.append((Name(namespace: "", local: ""), qualified, declarations))
-        let name = try resolve(qualified)
+        let declarations = try namespaceDeclarations(in: content.dropFirst(qualified.count))
+        let known = knownName(qualified)
+        open.append((Name(namespace: "", local: ""), known.qualified, declarations))
+        let name = try resolve(known)
         open[open.count - 1].name = name
         events.append(.start(name))
         if isEmpty {
@@ -129,37 +130,73 @@ struct XMLPullParser {
         }
     }
 
-    /// The namespace and local part of a qualified name, by the declarations in scope.
-    private func resolve(_ qualified: [UInt8]) throws(Malformed) -> Name {
-        let text = String(decoding: qualified, as: UTF8.self)
-        let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-        let (prefix, local) = parts.count == 2 ? (String(parts[0]), String(parts[1])) : ("", text)
-        for scope in open.reversed() {
-            if let namespace = scope.declarations[prefix] { return Name(namespace: namespace, local: local) }
-        }
-        guard prefix.isEmpty else { throw Malformed(reason: "undeclared namespace prefix '\(prefix)'") }
-        return Name(namespace: "", local: local)
+    /// `qualified` split at its colon, from the names seen before when it is one of them.
+    private mutating func knownName(_ qualified: ArraySlice<UInt8>) -> (
+        qualified: [UInt8], prefix: [UInt8], local: String
+    ) {
+        if let known = knownNames[qualified] { return known }
+        let colon = qualified.firstIndex(of: UInt8(ascii: ":"))
+        let prefix = colon.map { Array(qualified[..<$0]) } ?? []
+        let local = String(decoding: colon.map { qualified[($0 + 1)...] } ?? qualified, as: UTF8.self)
+        let known = (qualified: Array(qualified), prefix: prefix, local: local)
+        knownNames[ArraySlice(known.qualified)] = known
+        return known
     }
 
-    /// The attributes of a start tag, values with references decoded.
-    private static func attributes(_ bytes: ArraySlice<UInt8>) throws(Malformed) -> [(String, String)] {
-        var result: [(String, String)] = []
+    /// The namespace and local part of a qualified name, by the declarations in scope.
+    private func resolve(_ known: (qualified: [UInt8], prefix: [UInt8], local: String)) throws(Malformed) -> Name {
+        for scope in open.reversed() {
+            for declaration in scope.declarations where declaration.prefix == known.prefix {
+                return Name(namespace: declaration.namespace, local: known.local)
+            }
+        }
+        guard known.prefix.isEmpty else {
+            throw Malformed(reason: "undeclared namespace prefix '\(String(decoding: known.prefix, as: UTF8.self))'")
+        }
+        return Name(namespace: "", local: known.local)
+    }
+
+    /// The namespace declarations among the attributes of a start tag (`xmlns` and `xmlns:p`);
+    /// other attributes are checked for form and skipped, since no event carries them.
+    private mutating func namespaceDeclarations(in bytes: ArraySlice<UInt8>) throws(Malformed) -> [(
+        prefix: [UInt8], namespace: String
+    )] {
+        var declarations: [(prefix: [UInt8], namespace: String)] = []
         var index = bytes.startIndex
         while true {
-            while index < bytes.endIndex, isSpace(bytes[index]) { index += 1 }
-            guard index < bytes.endIndex else { return result }
+            while index < bytes.endIndex, Self.isSpace(bytes[index]) { index += 1 }
+            guard index < bytes.endIndex else { return declarations }
             guard let equals = bytes[index...].firstIndex(of: UInt8(ascii: "=")) else {
                 throw Malformed(reason: "an attribute without a value")
             }
-            let name = String(decoding: bytes[index..<equals].filter { !isSpace($0) }, as: UTF8.self)
+            var nameEnd = equals
+            while nameEnd > index, Self.isSpace(bytes[nameEnd - 1]) { nameEnd -= 1 }
+            let name = bytes[index..<nameEnd]
             var quote = equals + 1
-            while quote < bytes.endIndex, isSpace(bytes[quote]) { quote += 1 }
+            while quote < bytes.endIndex, Self.isSpace(bytes[quote]) { quote += 1 }
             guard quote < bytes.endIndex, bytes[quote] == UInt8(ascii: "\"") || bytes[quote] == UInt8(ascii: "'"),
                 let close = bytes[(quote + 1)...].firstIndex(of: bytes[quote])
             else { throw Malformed(reason: "an unquoted attribute value") }
-            result.append((name, String(decoding: try decodeReferences(bytes[(quote + 1)..<close]), as: UTF8.self)))
+            let value = bytes[(quote + 1)..<close]
+            let xmlns = "xmlns".utf8
+            if name.starts(with: xmlns),
+                name.count == xmlns.count || name[name.startIndex + xmlns.count] == UInt8(ascii: ":")
+            {
+                let prefix = Array(name.dropFirst(xmlns.count + 1))
+                declarations.append((prefix, try knownNamespace(value)))
+            } else if value.contains(UInt8(ascii: "&")) {
+                _ = try Self.decodeReferences(value)
+            }
             index = close + 1
         }
+    }
+
+    /// The namespace name an attribute value stands for, references decoded.
+    private mutating func knownNamespace(_ value: ArraySlice<UInt8>) throws(Malformed) -> String {
+        if let known = knownNamespaces[value] { return known }
+        let namespace = String(decoding: try Self.decodeReferences(value), as: UTF8.self)
+        knownNamespaces[ArraySlice(Array(value))] = namespace
+        return namespace
     }
 
     /// Text with `&lt;`, `&#233;` and the like replaced by the characters they stand for.

@@ -67,9 +67,24 @@ import Testing
         #expect(Self.normalized(events) == Self.normalized(Self.expected))
     }
 
+    @Test func prefixesResolveByTheDeclarationsInScope() throws {
+        let text = """
+            <r xmlns="urn:default" xmlns:p="urn:a"><p:n/><c xmlns:p="urn:b" xmlns = 'urn:inner'><p:n/><n/></c><p:n/><n/></r>
+            """
+        var parser = XMLPullParser()
+        let starts = try parser.feed(Array(text.utf8)).compactMap { event in
+            if case .start(let name) = event { "\(name.namespace) \(name.local)" } else { nil }
+        }
+        try parser.finish()
+        #expect(
+            starts == [
+                "urn:default r", "urn:a n", "urn:inner c", "urn:b n", "urn:inner n", "urn:a n", "urn:default n",
+            ])
+    }
+
     @Test(arguments: [
         "<a><b></a>", "<a>", "<a></a><b/>", "text<a/>", "<x:a/>", "<a>&bogus;</a>",
-        "<!DOCTYPE a [<!ENTITY e \"boom\">]><a/>", "<a b=c/>", "",
+        "<!DOCTYPE a [<!ENTITY e \"boom\">]><a/>", "<a b=c/>", "", "<a b='&bogus;'/>", "<a xmlns:p='&bogus;'/>",
     ])
     func refusesMalformedDocuments(_ text: String) {
         #expect(throws: XMLPullParser.Malformed.self) {
