@@ -432,6 +432,11 @@ bench_b6() {
         # it (DECISIONS 81): memory it keeps, not garbage it has yet to return, is what counts.
         sleep 2
         sample item_bytes "$(calc "($(rss_kib "$fpfs_pid") - $idle_kib) * 1024 / $items")"
+        # A mount that polls (the default) also walks the whole tree at every round on a remote
+        # without a change log, as Apache is: what it keeps after one counts too (DECISIONS 83).
+        "$fpfs" signal "$work/mnt" >/dev/null
+        sleep 2
+        sample item_bytes_polled "$(calc "($(rss_kib "$fpfs_pid") - $idle_kib) * 1024 / $items")"
         fpfs_unmount
         ls -lR "$work/local-tree" >/dev/null
         local_s=$(seconds ls -lR "$work/local-tree")
@@ -448,6 +453,7 @@ bench_b6() {
     row "B6 ls -lR, warm" "fpfs time ÷ local disk" list_warm "≤ 1.5" "<=" 1.5
     row "B6 ls -lR, warm" "rclone mount warm time ÷ fpfs" list_rclone "≥ 3" ">=" 3
     row "B9 daemon memory per known item (bytes)" "(RSS after ls -lR − RSS after mount) ÷ items" item_bytes "≤ 256" "<=" 256
+    row "B9 the same after a change round (fpfs signal)" "(RSS after ls -lR and a round − RSS after mount) ÷ items" item_bytes_polled "≤ 256" "<=" 256
 }
 
 # --- B7: metadata operations --------------------------------------------------------------------
