@@ -98,11 +98,10 @@ final class SnapshotStore: Sendable {
 
     /// Keeps `snapshot` as the newest and returns its sequence number. Blocks.
     func save(_ snapshot: Snapshot) throws -> Int {
-        let keptInMemory = directory == nil ? Self.retained : 1
         let sequence = state.withLock { state in
             state.newest += 1
             state.cached[state.newest] = snapshot
-            state.cached = state.cached.filter { $0.key > state.newest - keptInMemory }
+            state.cached = state.cached.filter { $0.key > state.newest - Self.retained }
             return state.newest
         }
         guard let directory else { return sequence }

@@ -14,17 +14,25 @@ import FileProviderKit
 /// 55 of the heap's 68 MiB were free chunks. So the daemon keeps one heap instead of one per
 /// thread (up to eight per core), which lets whichever thread allocates next reuse what another
 /// freed (each thread's small allocations still go through its own cache, and a cold 1 GiB read
-/// measured no slower), and once a second, when the heap grew or its use moved by a mebibyte,
-/// asks glibc to hand free pages back (`malloc_trim`, a few hundred `madvise` calls).
+/// measured no slower), and once a second, when the heap grew, its use moved by a mebibyte or the
+/// resident size grew by one, asks glibc to hand free pages back (`malloc_trim`, a few hundred
+/// `madvise` calls).
 enum HeapTrimmer {
     /// Call before the daemon starts threads: heaps made before it stay.
     static func keepOneHeap() {
         _ = mallopt(M_ARENA_MAX, 1)
     }
 
+    /// What the trimmer compares from one check to the next.
+    private struct Figures {
+        var heap: mallinfo2
+        /// The daemon's resident bytes.
+        var resident: Int
+    }
+
     /// Trims after activity, once a second, until cancelled.
     static func run() async {
-        var last: mallinfo2?
+        var last: Figures?
         while (try? await Task.sleep(for: .seconds(1))) != nil {
             // Both calls hold the heap's lock while they walk its free chunks: off the cooperative
             // threads.
@@ -33,14 +41,36 @@ enum HeapTrimmer {
         }
     }
 
-    /// The heap's figures after trimming it, when it grew or its use moved by 1 MiB since `last`
-    /// (the figures of the last trim); else `last`, which the next check compares with again.
-    private static func trimmed(since last: mallinfo2?) -> mallinfo2 {
-        let now = mallinfo2()
-        guard let last else { return now }
-        let moved = now.uordblks > last.uordblks ? now.uordblks - last.uordblks : last.uordblks - now.uordblks
-        guard now.arena > last.arena || moved >= 1 << 20 else { return last }
+    /// The figures after trimming the heap, when since `last` (the figures of the last trim) the
+    /// heap grew, its use moved by 1 MiB, or the daemon's resident size grew by 1 MiB; else `last`
+    /// (with the least resident size seen), which the next check compares with again. The resident
+    /// size catches work that reused free memory and freed it again between two checks, leaving
+    /// the heap's figures where they were and its pages resident (a change round's walk).
+    private static func trimmed(since last: Figures?) -> Figures {
+        let now = Figures(heap: mallinfo2(), resident: residentBytes())
+        guard var last else { return now }
+        let moved =
+            now.heap.uordblks > last.heap.uordblks
+            ? now.heap.uordblks - last.heap.uordblks : last.heap.uordblks - now.heap.uordblks
+        guard now.heap.arena > last.heap.arena || moved >= 1 << 20 || now.resident >= last.resident + (1 << 20) else {
+            last.resident = min(last.resident, now.resident)
+            return last
+        }
         _ = malloc_trim(0)
-        return mallinfo2()
+        return Figures(heap: mallinfo2(), resident: residentBytes())
+    }
+
+    /// The daemon's resident bytes, from /proc/self/statm (0 when it cannot be read).
+    private static func residentBytes() -> Int {
+        let descriptor = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return 0 }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return 0 }
+        // "size resident shared text lib data dt", in pages.
+        let fields = buffer[..<count].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return 0 }
+        return pages * sysconf(Int32(_SC_PAGESIZE))
     }
 }
