@@ -35,7 +35,7 @@ struct XMLPullParser {
     /// Qualified names seen so far, split into prefix and local name: a multistatus repeats a
     /// dozen names thousands of times, and making their strings anew each time was most of the
     /// parse.
-    private var knownNames: [ArraySlice<UInt8>: (qualified: [UInt8], prefix: [UInt8], local: String)] = [:]
+    private var knownNames: [ArraySlice<UInt8>: QualifiedName] = [:]
     /// Namespace names seen so far (servers declare the same ones on every response).
     private var knownNamespaces: [ArraySlice<UInt8>: String] = [:]
 
@@ -130,21 +130,26 @@ struct XMLPullParser {
         }
     }
 
+    /// A qualified name as written, split at its colon.
+    private struct QualifiedName {
+        let qualified: [UInt8]
+        let prefix: [UInt8]
+        let local: String
+    }
+
     /// `qualified` split at its colon, from the names seen before when it is one of them.
-    private mutating func knownName(_ qualified: ArraySlice<UInt8>) -> (
-        qualified: [UInt8], prefix: [UInt8], local: String
-    ) {
+    private mutating func knownName(_ qualified: ArraySlice<UInt8>) -> QualifiedName {
         if let known = knownNames[qualified] { return known }
         let colon = qualified.firstIndex(of: UInt8(ascii: ":"))
         let prefix = colon.map { Array(qualified[..<$0]) } ?? []
         let local = String(decoding: colon.map { qualified[($0 + 1)...] } ?? qualified, as: UTF8.self)
-        let known = (qualified: Array(qualified), prefix: prefix, local: local)
+        let known = QualifiedName(qualified: Array(qualified), prefix: prefix, local: local)
         knownNames[ArraySlice(known.qualified)] = known
         return known
     }
 
     /// The namespace and local part of a qualified name, by the declarations in scope.
-    private func resolve(_ known: (qualified: [UInt8], prefix: [UInt8], local: String)) throws(Malformed) -> Name {
+    private func resolve(_ known: QualifiedName) throws(Malformed) -> Name {
         for scope in open.reversed() {
             for declaration in scope.declarations where declaration.prefix == known.prefix {
                 return Name(namespace: declaration.namespace, local: known.local)
