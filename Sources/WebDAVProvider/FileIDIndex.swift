@@ -53,7 +53,7 @@ final class FileIDIndex: Sendable {
             for line in data.split(separator: 0x0A) {
                 lines += 1
                 let fields = line.split(separator: 0x09, omittingEmptySubsequences: false).map {
-                    RemotePath.percentDecoded(Substring(decoding: $0, as: UTF8.self))
+                    RemotePath.percentDecoded($0)
                 }
                 guard let id = fields[0] else { continue }
                 let identifier = ItemIdentifier(String(decoding: id, as: UTF8.self))

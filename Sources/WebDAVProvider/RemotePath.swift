@@ -33,13 +33,18 @@ struct RemotePath: Hashable, Sendable, CustomStringConvertible {
     static func decode(_ encoded: Substring) -> RemotePath? {
         if encoded.isEmpty { return .root }
         var components: [Filename] = []
-        for part in encoded.split(separator: "/", omittingEmptySubsequences: false) {
-            guard let bytes = percentDecoded(part) else { return nil }
-            let name = Filename(bytes: bytes)
-            guard name.isValid, bytes != [0x2E], bytes != [0x2E, 0x2E] else { return nil }
+        for part in encoded.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+            guard let bytes = percentDecoded(part), let name = component(bytes) else { return nil }
             components.append(name)
         }
         return RemotePath(components: components)
+    }
+
+    /// `bytes` as a path component: nil unless they are a valid filename other than `.` and `..`.
+    static func component(_ bytes: [UInt8]) -> Filename? {
+        let name = Filename(bytes: bytes)
+        guard name.isValid, bytes != [0x2E], bytes != [0x2E, 0x2E] else { return nil }
+        return name
     }
 
     var identifier: ItemIdentifier { components.isEmpty ? .rootContainer : ItemIdentifier("/" + encoded) }
@@ -81,8 +86,8 @@ struct RemotePath: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The bytes `%XX` sequences stand for; nil for a malformed escape.
-    static func percentDecoded(_ text: Substring) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
+    static func percentDecoded(_ text: some Collection<UInt8>) -> [UInt8]? {
+        let utf8 = Array(text)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(utf8.count)
         var index = 0

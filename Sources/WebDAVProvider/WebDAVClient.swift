@@ -42,7 +42,7 @@ final class WebDAVClient: Sendable {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         origin = "\(scheme)://\(hostPart)" + (components.port.map { ":\($0)" } ?? "")
         var decoded: [[UInt8]] = []
-        for part in components.percentEncodedPath.split(separator: "/") {
+        for part in components.percentEncodedPath.utf8.split(separator: UInt8(ascii: "/")) {
             guard let bytes = RemotePath.percentDecoded(part) else {
                 throw ProviderError.cannotSynchronize(
                     reason: "the URL path '\(components.percentEncodedPath)' is malformed")
@@ -109,16 +109,20 @@ final class WebDAVClient: Sendable {
         }
         if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<query] }
         guard text.hasPrefix("/") else { return nil }
-        var parts = text.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        if parts.last == "" { parts.removeLast() }
+        var parts = text.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        if parts.last?.isEmpty == true { parts.removeLast() }
         var decoded: [[UInt8]] = []
         for part in parts {
             guard let bytes = RemotePath.percentDecoded(part) else { return nil }
             decoded.append(bytes)
         }
         guard decoded.starts(with: baseComponents) else { return nil }
-        let relative = decoded.dropFirst(baseComponents.count)
-        return RemotePath.decode(Substring(relative.map { RemotePath.percentEncoded($0) }.joined(separator: "/")))
+        var components: [Filename] = []
+        for bytes in decoded.dropFirst(baseComponents.count) {
+            guard let name = RemotePath.component(bytes) else { return nil }
+            components.append(name)
+        }
+        return RemotePath(components: components)
     }
 
     /// Sends a request: answers authentication challenges, retries idempotent requests that failed

@@ -30,6 +30,12 @@ import Testing
         #expect(client.path(ofHref: "/other/x") == nil)
         #expect(client.path(ofHref: "/my%20dav/../etc/passwd") == nil)
         #expect(client.path(ofHref: "/my%20dav/a%2Fb") == nil)
+        #expect(client.path(ofHref: "/my%20dav/a/./b") == nil)
+        #expect(client.path(ofHref: "/my%20dav/a//b") == nil)
+        #expect(client.path(ofHref: "/my%20dav/a/b?x=1#y")?.components.count == 2)
+        // Names are bytes: percent-encoded UTF-8 and raw UTF-8 name the same item.
+        #expect(client.path(ofHref: "/my%20dav/caf%C3%A9") == client.path(ofHref: "/my dav/café"))
+        #expect(client.path(ofHref: "/my%20dav/caf%C3%A9")?.description == "/café")
         #expect(
             client.url(of: RemotePath.decode("a b/c")!, isCollection: true) == "http://127.0.0.1:8080/my%20dav/a%20b/c/"
         )
