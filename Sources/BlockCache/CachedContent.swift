@@ -206,15 +206,7 @@ public final class CachedContent: Sendable {
                 reason: "provider wrote \(count) bytes at \(offset), past the end of a \(size)-byte file")
         }
         let descriptor = fileDescriptor
-        try await BlockingIO.run {
-            var position = Int64(offset)
-            for piece in pieces {
-                position += Int64(
-                    try piece.withUnsafeBytes { buffer in
-                        try descriptor.writeAll(toAbsoluteOffset: position, buffer)
-                    })
-            }
-        }
+        try await BlockingIO.run { try descriptor.writeAll(pieces, toAbsoluteOffset: Int64(offset)) }
         let ready = try state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             guard accept() else { throw CancellationError() }
             state.landed.insert(offset..<offset + UInt64(count))
