@@ -104,13 +104,19 @@ extension MetadataStore {
     /// long journal costs the same to look at as a short one.
     public func pendingWork(limit: Int = Int(Int32.max)) async throws -> [PendingWork] {
         try await writer.read { db in
-            let changes = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT item.*, pendingChange.* FROM pendingChange JOIN item ON item.inode = pendingChange.inode
-                        ORDER BY pendingChange.sequence LIMIT ?
-                        """), arguments: [limit]
-            ).map { row in PendingWork.change(PendingChange(joinedRow: row), try ItemRecord(row: row)) }
+            let changes = try Array(
+                Row.fetchCursor(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT pendingChange.*, item.parentIdentifier, item.filename
+                            FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                            ORDER BY pendingChange.sequence LIMIT ?
+                            """), arguments: [limit]
+                ).map { row in
+                    PendingWork.change(
+                        PendingChange(row: row, from: 0), parent: ItemIdentifier(row[7] as String),
+                        filename: Filename(bytes: Array(row[8] as Data)))
+                })
             let deletions = try PendingDeletion.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM pendingDeletion ORDER BY sequence LIMIT ?"), arguments: [limit]
             ).map(PendingWork.deletion)
@@ -270,7 +276,7 @@ extension MetadataStore {
     public func recordUploadFailure(of work: PendingWork, message: String) async throws {
         try await writer.write { db in
             switch work {
-            case .change(let change, _):
+            case .change(let change, _, _):
                 try db.cachedStatement(
                     sql: """
                         UPDATE pendingChange SET attempts = attempts + 1, lastError = ?, fields = fields | sending,

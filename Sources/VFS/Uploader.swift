@@ -115,7 +115,13 @@ final class Uploader: Sendable {
     private func run() async {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
-                let snapshot = state.withLock { $0.ended }
+                // Every journalled change wakes the loop; while every slot is taken nothing could
+                // start, and reading the journal's head again would cost a window of records.
+                let (snapshot, full) = state.withLock { ($0.ended, $0.inFlight.count >= depth) }
+                if full {
+                    await signal.wait(timeout: nextRetryDelay())
+                    continue
+                }
                 let work: [PendingWork]
                 do {
                     work = try await store.pendingWork(limit: window)
@@ -169,8 +175,8 @@ final class Uploader: Sendable {
                 }
                 if state.inFlight[key] != nil { continue }
                 if let time = state.retryAt[key], time > now { continue }
-                if case .change(_, let record) = entry {
-                    if record.item.parentIdentifier.isLocal || localFiles.isOpenForWriting(record.inode) { continue }
+                if case .change(let change, let parent, _) = entry {
+                    if parent.isLocal || localFiles.isOpenForWriting(change.inode) { continue }
                 }
                 state.inFlight[key] = barrier
                 chosen.append(entry)
@@ -191,7 +197,7 @@ final class Uploader: Sendable {
 
     private static func key(of entry: PendingWork) -> Key {
         switch entry {
-        case .change(let change, _): .item(change.inode)
+        case .change(let change, _, _): .item(change.inode)
         case .deletion(let deletion): .deletion(deletion.identifier)
         }
     }
@@ -202,7 +208,7 @@ final class Uploader: Sendable {
     private static func isBarrier(_ entry: PendingWork) -> Bool {
         switch entry {
         case .deletion: true
-        case .change(let change, _):
+        case .change(let change, _, _):
             (!change.isCreation || !change.sending.isEmpty)
                 && !change.fields.isDisjoint(with: [.filename, .parentIdentifier])
         }
@@ -213,7 +219,7 @@ final class Uploader: Sendable {
     private func perform(_ entry: PendingWork) async {
         do {
             switch entry {
-            case .change(let change, _):
+            case .change(let change, _, _):
                 guard
                     let (change, record) = try await store.beginSending(
                         inode: change.inode, sequence: change.sequence)
@@ -224,7 +230,7 @@ final class Uploader: Sendable {
             state.withLock { state in
                 state.retryAt[Self.key(of: entry)] = nil
                 state.waitingAfterRefusal.remove(Self.key(of: entry))
-                if case .change(let change, _) = entry { state.refused.remove(change.inode) }
+                if case .change(let change, _, _) = entry { state.refused.remove(change.inode) }
             }
             statistics.update { $0.uploads.sent += 1 }
         } catch is CancellationError {
@@ -404,7 +410,7 @@ final class Uploader: Sendable {
         let transient = Self.isTransient(error)
         let attempts: Int
         switch entry {
-        case .change(let change, _): attempts = change.attempts + 1
+        case .change(let change, _, _): attempts = change.attempts + 1
         case .deletion(let deletion): attempts = deletion.attempts + 1
         }
         let delay: Duration = transient ? .seconds(min(1 << min(attempts - 1, 6), 60)) : .seconds(600)
@@ -415,7 +421,7 @@ final class Uploader: Sendable {
             } else {
                 state.waitingAfterRefusal.insert(Self.key(of: entry))
             }
-            if case .change(let change, _) = entry, !transient { state.refused.insert(change.inode) }
+            if case .change(let change, _, _) = entry, !transient { state.refused.insert(change.inode) }
         }
         let message = "\(error)"
         if !transient || attempts == 1 {
@@ -431,8 +437,8 @@ final class Uploader: Sendable {
     /// An entry as the log shows it.
     private static func describe(_ entry: PendingWork) -> String {
         switch entry {
-        case .change(let change, let record):
-            "the \(change.isCreation ? "creation" : "change") of \(record.item.filename) (inode \(record.inode))"
+        case .change(let change, _, let filename):
+            "the \(change.isCreation ? "creation" : "change") of \(filename) (inode \(change.inode))"
         case .deletion(let deletion): "the deletion of \(deletion.identifier)"
         }
     }
