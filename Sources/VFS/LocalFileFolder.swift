@@ -125,6 +125,20 @@ final class LocalFileFolder: Sendable {
         }
     }
 
+    /// The length of the local content of `inode`; a missing file (an item made an instant ago)
+    /// is empty.
+    func length(of inode: UInt64) async throws -> UInt64 {
+        let path = path(of: inode)
+        return try await BlockingIO.run {
+            var status = stat()
+            guard stat(path.string, &status) == 0 else {
+                if errno == ENOENT { return 0 }
+                throw Errno(rawValue: errno)
+            }
+            return UInt64(status.st_size)
+        }
+    }
+
     /// Makes `source` (the complete cached content) the local content of `inode`. The copy is
     /// written beside and renamed into place, so a crash leaves the old state or the new.
     func adopt(_ inode: UInt64, copying source: FileDescriptor, size: UInt64) async throws {
@@ -237,9 +251,10 @@ final class LocalFileFolder: Sendable {
 
     func isOpenForWriting(_ inode: UInt64) -> Bool { state.withLock { $0.writers[inode] != nil } }
 
-    /// Copies `size` bytes from the start of `source` to the start of `target`.
+    /// Copies `size` bytes from the start of `source` to the start of `target`. The buffer is no
+    /// larger than the content: a small file's upload need not clear a megabyte.
     private static func copy(from source: FileDescriptor, to target: FileDescriptor, size: UInt64) throws {
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var buffer = [UInt8](repeating: 0, count: Int(min(size, 1 << 20)))
         var offset: UInt64 = 0
         while offset < size {
             let wanted = Int(min(size - offset, UInt64(buffer.count)))

@@ -247,9 +247,15 @@ final class Uploader: Sendable {
         if item.kind == .file, change.isCreation || change.fields.contains(.contents) {
             // Deleted here since the journal was read: nothing to send.
             guard try await store.record(inode: record.inode) != nil else { return }
-            let copy = try await localFiles.snapshot(record.inode, tag: change.sequence)
-            snapshot = copy.path
-            item.size = copy.size
+            if change.isCreation, try await localFiles.length(of: record.inode) == 0 {
+                // Created empty: a creation without contents makes an empty file, so there is
+                // nothing to copy (a file made and deleted per empty file slows the cache disk).
+                item.size = 0
+            } else {
+                let copy = try await localFiles.snapshot(record.inode, tag: change.sequence)
+                snapshot = copy.path
+                item.size = copy.size
+            }
         }
         if change.fields.contains(.extendedAttributes) {
             item.extendedAttributes = try await store.userAttributes(inode: record.inode)

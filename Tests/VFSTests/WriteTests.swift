@@ -26,6 +26,29 @@ struct WriteTests {
         #expect(try await vfs.xattr(file, "user.fpfs.state") == "local")
     }
 
+    @Test func emptyNewFilesReachTheRemoteEmptyAndLaterBytesFollow() async throws {
+        let remote = try InMemoryProvider.docs()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let docs = try await vfs.resolve("docs").inode
+        // Created and closed without a write, as `touch` does; and made by mknod.
+        let (touched, opened) = try await vfs.fileSystem.create(
+            parent: docs, name: bytes("touched"), mode: 0o644, flags: O_WRONLY, context: vfs.context)
+        try await vfs.fileSystem.flush(inode: touched.inode, handle: opened.handle, context: vfs.context)
+        try await vfs.fileSystem.release(inode: touched.inode, handle: opened.handle, flags: 0)
+        _ = try await vfs.fileSystem.mknod(
+            parent: docs, name: bytes("made"), mode: UInt32(S_IFREG) | 0o644, device: 0, context: vfs.context)
+        try await vfs.waitForUploads()
+        for name in ["touched", "made"] {
+            let item = try #require(remote.item(atPath: "docs/\(name)"))
+            #expect(item.kind == .file)
+            #expect(remote.contents(of: item.identifier) == [])
+        }
+        try await vfs.overwrite(touched.inode, bytes("bytes after all\n"))
+        try await vfs.waitForUploads()
+        let item = try #require(remote.item(atPath: "docs/touched"))
+        #expect(remote.contents(of: item.identifier) == bytes("bytes after all\n"))
+    }
+
     @Test func editsRenamesAndDeletionsReachTheRemote() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
