@@ -30,15 +30,48 @@ struct MultistatusParser {
     static let ownCloud = "http://owncloud.org/ns"
     static let fpfs = ExtendedAttributes.namespace
 
+    /// The elements this reads; every other is `other`.
+    private enum Element {
+        case multistatus, response, href, status, propstat, prop
+        case resourceType, collection, supportedReportSet, syncCollection, syncToken
+        case contentLength, etag, lastModified, creationDate, fileID, ownCloudID, extendedAttributes
+        case other
+
+        init(_ name: XMLPullParser.Name) {
+            switch (name.namespace, name.local) {
+            case (MultistatusParser.dav, "multistatus"): self = .multistatus
+            case (MultistatusParser.dav, "response"): self = .response
+            case (MultistatusParser.dav, "href"): self = .href
+            case (MultistatusParser.dav, "status"): self = .status
+            case (MultistatusParser.dav, "propstat"): self = .propstat
+            case (MultistatusParser.dav, "prop"): self = .prop
+            case (MultistatusParser.dav, "resourcetype"): self = .resourceType
+            case (MultistatusParser.dav, "collection"): self = .collection
+            case (MultistatusParser.dav, "supported-report-set"): self = .supportedReportSet
+            case (MultistatusParser.dav, "sync-collection"): self = .syncCollection
+            case (MultistatusParser.dav, "sync-token"): self = .syncToken
+            case (MultistatusParser.dav, "getcontentlength"): self = .contentLength
+            case (MultistatusParser.dav, "getetag"): self = .etag
+            case (MultistatusParser.dav, "getlastmodified"): self = .lastModified
+            case (MultistatusParser.dav, "creationdate"): self = .creationDate
+            case (MultistatusParser.ownCloud, "fileid"): self = .fileID
+            case (MultistatusParser.ownCloud, "id"): self = .ownCloudID
+            case (MultistatusParser.fpfs, ExtendedAttributes.property): self = .extendedAttributes
+            default: self = .other
+            }
+        }
+    }
+
     private var xml = XMLPullParser()
-    /// Element names from the root down to the current element.
-    private var path: [XMLPullParser.Name] = []
+    /// What each of the XML parser's name numbers stands for here, classified once per name.
+    private var elements: [Element] = []
+    /// Elements from the root down to the current element.
+    private var path: [Element] = []
     private var text: [UInt8] = []
     private var response: Response?
     /// Properties of the current `propstat`, kept only if its status turns out to be 200.
     private var pending = Response()
     private var pendingStatus: Int?
-    private var sawMultistatus = false
     /// The `sync-token` of a sync-collection REPORT's answer, once read (it follows the responses).
     private(set) var syncToken: String?
 
@@ -47,22 +80,20 @@ struct MultistatusParser {
         var completed: [Response] = []
         for event in try xml.feed(bytes) {
             switch event {
-            case .start(let name):
-                if path.isEmpty {
-                    guard name == Self.element("multistatus") else {
-                        throw XMLPullParser.Malformed(reason: "the answer is <\(name.local)>, not a multistatus")
-                    }
-                    sawMultistatus = true
+            case .start(let id):
+                let element = element(id)
+                if path.isEmpty, element != .multistatus {
+                    throw XMLPullParser.Malformed(reason: "the answer is <\(xml.name(id).local)>, not a multistatus")
                 }
-                path.append(name)
-                text = []
-                started(name)
-            case .text(let bytes):
-                text += bytes
-            case .end(let name):
-                if let done = ended(name) { completed.append(done) }
+                path.append(element)
+                text.removeAll(keepingCapacity: true)
+                started(element)
+            case .text(let piece):
+                text += xml.text(piece)
+            case .end(let id):
+                if let done = ended(element(id)) { completed.append(done) }
                 path.removeLast()
-                text = []
+                text.removeAll(keepingCapacity: true)
             }
         }
         return completed
@@ -73,60 +104,64 @@ struct MultistatusParser {
         try xml.finish()
     }
 
-    private static func element(_ local: String) -> XMLPullParser.Name {
-        XMLPullParser.Name(namespace: dav, local: local)
+    private mutating func element(_ id: XMLPullParser.NameID) -> Element {
+        while elements.count <= id { elements.append(Element(xml.name(elements.count))) }
+        return elements[id]
     }
 
-    private mutating func started(_ name: XMLPullParser.Name) {
-        if name == Self.element("response"), path.count == 2 {
+    private mutating func started(_ element: Element) {
+        switch element {
+        case .response where path.count == 2:
             response = Response()
-        } else if name == Self.element("propstat"), response != nil {
+        case .propstat where response != nil:
             pending = Response()
             pendingStatus = nil
-        } else if name == Self.element("collection"), isInProperty("resourcetype") {
+        case .collection where isInProperty(.resourceType):
             pending.isCollection = true
-        } else if name == Self.element("sync-collection"), isInProperty("supported-report-set") {
+        case .syncCollection where isInProperty(.supportedReportSet):
             pending.supportsSyncCollection = true
+        default:
+            break
         }
     }
 
-    private mutating func ended(_ name: XMLPullParser.Name) -> Response? {
-        if name == Self.element("sync-token"), path.count == 2 {
+    private mutating func ended(_ element: Element) -> Response? {
+        if element == .syncToken, path.count == 2 {
             syncToken = Self.trimmed(text)
         }
         guard response != nil else { return nil }
         // Made only where a case reads it: most elements of a response carry none.
         let text = self.text
         var value: String { Self.trimmed(text) }
-        switch (name.namespace, name.local, path.count) {
-        case (Self.dav, "response", 2):
+        switch (element, path.count) {
+        case (.response, 2):
             defer { response = nil }
             return response
-        case (Self.dav, "href", 3):
+        case (.href, 3):
             response?.href = value
-        case (Self.dav, "status", 3):
+        case (.status, 3):
             response?.status = Self.statusCode(text)
-        case (Self.dav, "status", 4):
+        case (.status, 4):
             pendingStatus = Self.statusCode(text)
-        case (Self.dav, "propstat", 3):
+        case (.propstat, 3):
             if pending.extendedAttributesStatus != nil { response?.extendedAttributesStatus = pendingStatus }
             if pendingStatus == 200 { merge(pending) }
-        case (Self.dav, "getcontentlength", 5) where isInProp:
+        case (.contentLength, 5) where isInProp:
             pending.contentLength = UInt64(value)
-        case (Self.dav, "getetag", 5) where isInProp:
+        case (.etag, 5) where isInProp:
             pending.etag = value.isEmpty ? nil : value
-        case (Self.dav, "getlastmodified", 5) where isInProp:
+        case (.lastModified, 5) where isInProp:
             pending.lastModified = value.isEmpty ? nil : value
-        case (Self.dav, "creationdate", 5) where isInProp:
+        case (.creationDate, 5) where isInProp:
             pending.creationDate = value.isEmpty ? nil : value
-        case (Self.ownCloud, "fileid", 5) where isInProp:
+        case (.fileID, 5) where isInProp:
             pending.fileID = value.isEmpty ? nil : value
-        case (Self.ownCloud, "id", 5) where isInProp:
+        case (.ownCloudID, 5) where isInProp:
             if pending.fileID == nil, !value.isEmpty { pending.fileID = value }
-        case (Self.fpfs, ExtendedAttributes.property, 5) where isInProp:
+        case (.extendedAttributes, 5) where isInProp:
             pending.extendedAttributesStatus = 0
             pending.extendedAttributes = ExtendedAttributes.decode(value)
-        case (Self.dav, "sync-token", 5) where isInProp:
+        case (.syncToken, 5) where isInProp:
             pending.syncToken = value.isEmpty ? nil : value
         default:
             break
@@ -144,16 +179,18 @@ struct MultistatusParser {
 
     /// True inside `response/propstat/prop`, where properties live.
     private var isInProp: Bool {
-        path.count >= 4 && path[2] == Self.element("propstat") && path[3] == Self.element("prop")
+        path.count >= 4 && path[2] == .propstat && path[3] == .prop
     }
 
-    /// True when the current element sits in the named property.
-    private func isInProperty(_ local: String) -> Bool {
-        path.count >= 6 && path[4] == Self.element(local) && isInProp
+    /// True when the current element sits in the given property.
+    private func isInProperty(_ property: Element) -> Bool {
+        path.count >= 6 && path[4] == property && isInProp
     }
 
+    /// Takes a propstat's properties into the response.
     private mutating func merge(_ properties: Response) {
         guard var merged = response else { return }
+        response = nil  // `merged` is now the only copy, changed in place
         merged.isCollection = merged.isCollection || properties.isCollection
         merged.contentLength = properties.contentLength ?? merged.contentLength
         merged.etag = properties.etag ?? merged.etag

@@ -11,10 +11,23 @@ struct XMLPullParser {
         var local: String
     }
 
+    /// An element name as a number: the parser numbers each distinct name when it first sees it,
+    /// so that a reader compares integers where a multistatus repeats a dozen names thousands of
+    /// times. `name(_:)` gives the name a number stands for.
+    typealias NameID = Int
+
+    /// Text between tags, as a place in the parser's own storage: `text(_:)` gives its bytes until
+    /// the next `feed`, so that no event copies them.
+    struct Text: Equatable {
+        fileprivate var range: Range<Int>
+        /// Read from `decoded` (text with character references), else from the input buffer.
+        fileprivate var isDecoded: Bool
+    }
+
     enum Event: Equatable {
-        case start(Name)
-        case end(Name)
-        case text([UInt8])
+        case start(NameID)
+        case end(NameID)
+        case text(Text)
     }
 
     /// What made the document unreadable, for the error message.
@@ -28,23 +41,38 @@ struct XMLPullParser {
 
     private var buffer: [UInt8] = []
     private var position = 0
+    /// Text with character references decoded, of the events of the last `feed`.
+    private var decoded: [UInt8] = []
     /// Open elements, innermost last, with the namespace declarations each made (prefix bytes,
-    /// empty for the default namespace).
-    private var open: [(name: Name, qualified: [UInt8], declarations: [(prefix: [UInt8], namespace: String)])] = []
+    /// empty for the default namespace; the namespace by its number in `namespaces`).
+    private var open: [(name: NameID, qualified: [UInt8], declarations: [(prefix: [UInt8], namespace: Int)])] = []
     private var sawRoot = false
-    /// Qualified names seen so far, split into prefix and local name: a multistatus repeats a
-    /// dozen names thousands of times, and making their strings anew each time was most of the
-    /// parse.
+    /// Qualified names seen so far, split into prefix and local name, each numbered.
     private var knownNames: [ArraySlice<UInt8>: QualifiedName] = [:]
-    /// Namespace names seen so far (servers declare the same ones on every response).
-    private var knownNamespaces: [ArraySlice<UInt8>: String] = [:]
+    /// Namespace names seen so far (servers declare the same ones on every response), numbered.
+    private var knownNamespaces: [ArraySlice<UInt8>: Int] = [:]
+    private var namespaces: [String] = [""]
+    /// The names by number, and the number of each (qualified name, namespace) pair resolved.
+    private var names: [Name] = []
+    private var nameIDs: [Name: NameID] = [:]
+    private var resolved: [Int: NameID] = [:]
 
-    /// Consumes `bytes` and returns the events they complete, in order.
+    /// The name `id` stands for.
+    func name(_ id: NameID) -> Name { names[id] }
+
+    /// The bytes of a text event of the last `feed`.
+    func text(_ text: Text) -> ArraySlice<UInt8> {
+        text.isDecoded ? decoded[text.range] : buffer[text.range]
+    }
+
+    /// Consumes `bytes` and returns the events they complete, in order. The texts of earlier
+    /// events are no longer readable.
     mutating func feed(_ bytes: some Sequence<UInt8>) throws(Malformed) -> [Event] {
         if position > 0, position >= buffer.count / 2 {
             buffer.removeFirst(position)
             position = 0
         }
+        decoded.removeAll(keepingCapacity: true)
         buffer.append(contentsOf: bytes)
         var events: [Event] = []
         while position < buffer.count {
@@ -59,7 +87,7 @@ struct XMLPullParser {
 
     /// Checks that the document ended complete.
     func finish() throws(Malformed) {
-        if let innermost = open.last { throw Malformed(reason: "<\(innermost.name.local)> is never closed") }
+        if let innermost = open.last { throw Malformed(reason: "<\(names[innermost.name].local)> is never closed") }
         if !sawRoot { throw Malformed(reason: "no root element") }
         let rest = buffer[position...]
         if !rest.allSatisfy(Self.isSpace) { throw Malformed(reason: "unfinished markup at the end") }
@@ -75,7 +103,7 @@ struct XMLPullParser {
             if open.isEmpty {
                 guard text.allSatisfy(Self.isSpace) else { throw Malformed(reason: "text outside the root element") }
             } else {
-                events.append(.text(try Self.decodeReferences(text)))
+                events.append(.text(try keep(text)))
             }
             return end
         }
@@ -85,7 +113,7 @@ struct XMLPullParser {
         if hasPrefix("<![CDATA[", at: start) {
             guard let end = find("]]>", from: start + 9) else { return nil }
             guard !open.isEmpty else { throw Malformed(reason: "CDATA outside the root element") }
-            events.append(.text(Array(buffer[(start + 9)..<end])))
+            events.append(.text(Text(range: (start + 9)..<end, isDecoded: false)))
             return end + 3
         }
         if hasPrefix("<?", at: start) {
@@ -120,7 +148,7 @@ struct XMLPullParser {
         }
         let declarations = try namespaceDeclarations(in: content.dropFirst(qualified.count))
         let known = knownName(qualified)
-        open.append((Name(namespace: "", local: ""), known.qualified, declarations))
+        open.append((0, known.qualified, declarations))
         let name = try resolve(known)
         open[open.count - 1].name = name
         events.append(.start(name))
@@ -130,11 +158,12 @@ struct XMLPullParser {
         }
     }
 
-    /// A qualified name as written, split at its colon.
+    /// A qualified name as written, split at its colon, and its number among those seen.
     private struct QualifiedName {
         let qualified: [UInt8]
         let prefix: [UInt8]
         let local: String
+        let number: Int
     }
 
     /// `qualified` split at its colon, from the names seen before when it is one of them.
@@ -143,30 +172,41 @@ struct XMLPullParser {
         let colon = qualified.firstIndex(of: UInt8(ascii: ":"))
         let prefix = colon.map { Array(qualified[..<$0]) } ?? []
         let local = String(decoding: colon.map { qualified[($0 + 1)...] } ?? qualified, as: UTF8.self)
-        let known = QualifiedName(qualified: Array(qualified), prefix: prefix, local: local)
+        let known = QualifiedName(qualified: Array(qualified), prefix: prefix, local: local, number: knownNames.count)
         knownNames[ArraySlice(known.qualified)] = known
         return known
     }
 
-    /// The namespace and local part of a qualified name, by the declarations in scope.
-    private func resolve(_ known: QualifiedName) throws(Malformed) -> Name {
-        for scope in open.reversed() {
+    /// The number of the name `known` stands for, by the namespace declarations in scope.
+    private mutating func resolve(_ known: QualifiedName) throws(Malformed) -> NameID {
+        var namespace: Int?
+        search: for scope in open.reversed() {
             for declaration in scope.declarations where declaration.prefix == known.prefix {
-                return Name(namespace: declaration.namespace, local: known.local)
+                namespace = declaration.namespace
+                break search
             }
         }
-        guard known.prefix.isEmpty else {
+        guard let namespace = namespace ?? (known.prefix.isEmpty ? 0 : nil) else {
             throw Malformed(reason: "undeclared namespace prefix '\(String(decoding: known.prefix, as: UTF8.self))'")
         }
-        return Name(namespace: "", local: known.local)
+        let pair = namespace << 32 | known.number
+        if let id = resolved[pair] { return id }
+        let name = Name(namespace: namespaces[namespace], local: known.local)
+        let id = nameIDs[name] ?? names.count
+        if id == names.count {
+            names.append(name)
+            nameIDs[name] = id
+        }
+        resolved[pair] = id
+        return id
     }
 
     /// The namespace declarations among the attributes of a start tag (`xmlns` and `xmlns:p`);
     /// other attributes are checked for form and skipped, since no event carries them.
     private mutating func namespaceDeclarations(in bytes: ArraySlice<UInt8>) throws(Malformed) -> [(
-        prefix: [UInt8], namespace: String
+        prefix: [UInt8], namespace: Int
     )] {
-        var declarations: [(prefix: [UInt8], namespace: String)] = []
+        var declarations: [(prefix: [UInt8], namespace: Int)] = []
         var index = bytes.startIndex
         while true {
             while index < bytes.endIndex, Self.isSpace(bytes[index]) { index += 1 }
@@ -196,12 +236,23 @@ struct XMLPullParser {
         }
     }
 
-    /// The namespace name an attribute value stands for, references decoded.
-    private mutating func knownNamespace(_ value: ArraySlice<UInt8>) throws(Malformed) -> String {
+    /// The number of the namespace name an attribute value stands for, references decoded.
+    private mutating func knownNamespace(_ value: ArraySlice<UInt8>) throws(Malformed) -> Int {
         if let known = knownNamespaces[value] { return known }
         let namespace = String(decoding: try Self.decodeReferences(value), as: UTF8.self)
-        knownNamespaces[ArraySlice(Array(value))] = namespace
-        return namespace
+        let number = namespaces.firstIndex(of: namespace) ?? namespaces.count
+        if number == namespaces.count { namespaces.append(namespace) }
+        knownNamespaces[ArraySlice(Array(value))] = number
+        return number
+    }
+
+    /// A text event for `text`: its place in the buffer, or with references, the place of its
+    /// decoded bytes.
+    private mutating func keep(_ text: ArraySlice<UInt8>) throws(Malformed) -> Text {
+        guard text.contains(UInt8(ascii: "&")) else { return Text(range: text.indices, isDecoded: false) }
+        let start = decoded.count
+        decoded += try Self.decodeReferences(text)
+        return Text(range: start..<decoded.count, isDecoded: true)
     }
 
     /// Text with `&lt;`, `&#233;` and the like replaced by the characters they stand for.
