@@ -114,28 +114,26 @@ final class LocalFileFolder: Sendable {
 
     /// Bytes of the local copy of `inode` on disk, and when it was last changed.
     func usage(of inode: UInt64) async -> (bytes: UInt64, modified: Date)? {
-        let path = path(of: inode)
-        return try? await BlockingIO.run {
-            var status = stat()
-            guard stat(path.string, &status) == 0 else { throw Errno(rawValue: errno) }
-            return (
-                UInt64(status.st_blocks) * 512,
-                Date(timeIntervalSince1970: TimeInterval(status.st_mtim.tv_sec))
-            )
-        }
+        guard let status = try? await status(of: inode) else { return nil }
+        return (UInt64(status.st_blocks) * 512, Date(timeIntervalSince1970: TimeInterval(status.st_mtim.tv_sec)))
     }
 
     /// The length of the local content of `inode`; a missing file (an item made an instant ago)
     /// is empty.
     func length(of inode: UInt64) async throws -> UInt64 {
+        try await status(of: inode).map { UInt64($0.st_size) } ?? 0
+    }
+
+    /// `stat` of the local content of `inode`; nil when it has no file.
+    private func status(of inode: UInt64) async throws -> stat? {
         let path = path(of: inode)
         return try await BlockingIO.run {
             var status = stat()
             guard stat(path.string, &status) == 0 else {
-                if errno == ENOENT { return 0 }
+                if errno == ENOENT { return nil }
                 throw Errno(rawValue: errno)
             }
-            return UInt64(status.st_size)
+            return status
         }
     }
 
