@@ -99,16 +99,22 @@ public final class CachedContent: Sendable {
     /// Claims the parts of `range` that are neither here nor claimed; returns the new claims, for
     /// the caller to fetch (read-ahead).
     public func claimMissing(in range: Range<UInt64>, granularity: FetchGranularity) -> [ContentClaim] {
-        state.withLock { state in claim(range.clamped(to: 0..<size), granularity: granularity, in: &state).new }
+        state.withLock { state in
+            claim(range.clamped(to: 0..<size), granularity: granularity, extendingInto: nil, in: &state).new
+        }
     }
 
     /// Returns once every byte of `range` (clipped to the content) is here. Missing parts not yet
     /// claimed are claimed and passed to `start` (called before waiting, outside the lock); the
     /// claims this reader depends on are passed to `joined`. Throws the error of a claim that fails,
     /// or CancellationError when the calling task is cancelled.
+    ///
+    /// The last new claim, when `following` goes on from where it ends, also takes the missing,
+    /// unclaimed blocks of `following` after it: one request brings the read's bytes first and then
+    /// those (DESIGN §3: the read's blocks merged with the read-ahead window).
     public func waitUntilPresent(
-        _ range: Range<UInt64>, granularity: FetchGranularity, start: ([ContentClaim]) -> Void,
-        joined: ([ContentClaim]) -> Void
+        _ range: Range<UInt64>, granularity: FetchGranularity, extendingInto following: Range<UInt64>? = nil,
+        start: ([ContentClaim]) -> Void, joined: ([ContentClaim]) -> Void
     ) async throws {
         let wanted = range.clamped(to: 0..<size)
         let waiterID = state.withLock { $0.makeID() }
@@ -122,7 +128,8 @@ public final class CachedContent: Sendable {
                     if let failure = state.recentFailures.first(where: { $0.range.overlaps(wanted) }) {
                         return .failure(failure.error)
                     }
-                    let claimed = claim(wanted, granularity: granularity, in: &state)
+                    let claimed = claim(
+                        wanted, granularity: granularity, extendingInto: following?.clamped(to: 0..<size), in: &state)
                     let depended = claimed.new + claimed.joined
                     state.waiters[waiterID] = Waiter(
                         range: wanted, pendingClaims: Set(depended.map(\.id)), continuation: continuation)
@@ -148,10 +155,12 @@ public final class CachedContent: Sendable {
         }
     }
 
-    /// Under the lock: the claims covering the missing parts of `range`, existing and new.
-    private func claim(_ range: Range<UInt64>, granularity: FetchGranularity, in state: inout State)
-        -> (new: [ContentClaim], joined: [ContentClaim])
-    {
+    /// Under the lock: the claims covering the missing parts of `range`, existing and new; the
+    /// last new one extended into `following` as `waitUntilPresent` says.
+    private func claim(
+        _ range: Range<UInt64>, granularity: FetchGranularity, extendingInto following: Range<UInt64>?,
+        in state: inout State
+    ) -> (new: [ContentClaim], joined: [ContentClaim]) {
         guard !range.isEmpty, !state.landed.contains(range) else { return ([], []) }
         switch granularity {
         case .wholeFile:
@@ -179,6 +188,16 @@ public final class CachedContent: Sendable {
                 } else {
                     runs.append(blockRange)
                 }
+            }
+            if let following, let last = runs.last, following.lowerBound <= last.upperBound {
+                var end = last.upperBound
+                while end < following.upperBound {
+                    let blockRange = end..<min(end + alignment, size)
+                    let isTaken = state.claims.values.contains { $0.overlaps(blockRange) }
+                    guard !isTaken, !state.landed.overlaps(blockRange) else { break }
+                    end = blockRange.upperBound
+                }
+                runs[runs.count - 1] = last.lowerBound..<end
             }
             let new = runs.map { ContentClaim(id: state.makeID(), range: $0) }
             for claim in new { state.claims[claim.id] = claim.range }

@@ -71,22 +71,51 @@ struct PartialReadTests {
     }
 
     /// The read-ahead of a miss is asked for while the miss is on its way, not a round trip
-    /// later; with one slot, the read's own block still goes first.
+    /// later: its first request's worth rides on the read's own request, after the read's bytes,
+    /// so that it neither waits for a slot (depth 1) nor competes with the read.
     @Test(arguments: [1, 8])
-    func aMissStartsItsReadAheadWhileItWaits(depth: Int) async throws {
+    func aMissCarriesItsReadAheadInItsOwnRequest(depth: Int) async throws {
         let remote = InMemoryProvider(configuration: .init(fetchDelay: .milliseconds(200)))
         let contents = pattern(4 << 20)
         _ = try remote.addFile(path: "ahead.bin", contents: contents)
         let vfs = try await VFSHarness.make(provider: remote, pipelineDepth: depth)
         let file = try await vfs.resolve("ahead.bin")
         let opened = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context)
-        let reply = try await vfs.fileSystem.read(
-            inode: file.inode, handle: opened.handle, offset: 0, size: 1 << 20, context: vfs.context)
-        #expect(try VFSHarness.bytes(of: reply) == Array(contents[0..<(1 << 20)]))
-        #expect(remote.recorder.maximumFetchesInFlight == min(depth, 2))
-        let first = try #require(remote.recorder.calls(of: .fetchPartialContents).first?.range)
-        #expect(first.lowerBound == 0, "the read-ahead went before the read's own block")
+        let first = try await vfs.fileSystem.read(
+            inode: file.inode, handle: opened.handle, offset: 0, size: 128 << 10, context: vfs.context)
+        #expect(try VFSHarness.bytes(of: first) == Array(contents[0..<(128 << 10)]))
+        let calls = remote.recorder.calls(of: .fetchPartialContents)
+        #expect(calls.count == 1)
+        #expect(calls.first?.range == 0..<2 * Self.blockSize, "the read's block and the window's first one")
+        let second = try await vfs.fileSystem.read(
+            inode: file.inode, handle: opened.handle, offset: Self.blockSize, size: 128 << 10, context: vfs.context)
+        #expect(try VFSHarness.bytes(of: second) == Array(contents[(1 << 20)..<(1 << 20) + (128 << 10)]))
         try await vfs.fileSystem.release(inode: file.inode, handle: opened.handle, flags: 0)
+        #expect(try await vfs.readAll(file.inode, chunk: 1 << 20) == contents)
+        #expect(remote.recorder.bytesServed == UInt64(contents.count), "each block is fetched once")
+    }
+
+    /// A block already here ends what rides along: the miss fetches only its own block.
+    @Test func whatRidesOnAMissStopsAtBytesAlreadyHere() async throws {
+        let remote = InMemoryProvider()
+        let contents = pattern(4 << 20)
+        _ = try remote.addFile(path: "ahead.bin", contents: contents)
+        let vfs = try await VFSHarness.make(provider: remote)
+        let file = try await vfs.resolve("ahead.bin")
+        let opened = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context)
+        let offset = Self.blockSize + 4096
+        let middle = try await vfs.fileSystem.read(
+            inode: file.inode, handle: opened.handle, offset: offset, size: 4096, context: vfs.context)
+        #expect(try VFSHarness.bytes(of: middle) == Array(contents[Int(offset)..<Int(offset) + 4096]))
+        let again = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context)
+        let start = try await vfs.fileSystem.read(
+            inode: file.inode, handle: again.handle, offset: 0, size: 128 << 10, context: vfs.context)
+        #expect(try VFSHarness.bytes(of: start) == Array(contents[0..<(128 << 10)]))
+        let ranges = remote.recorder.calls(of: .fetchPartialContents).compactMap(\.range)
+        #expect(ranges.first == Self.blockSize..<2 * Self.blockSize)
+        #expect(ranges.contains(0..<Self.blockSize), "the miss's own block, alone")
+        try await vfs.fileSystem.release(inode: file.inode, handle: opened.handle, flags: 0)
+        try await vfs.fileSystem.release(inode: file.inode, handle: again.handle, flags: 0)
     }
 
     @Test func aNonMaterializingProcessReadsOnlyWhatIsLocal() async throws {
