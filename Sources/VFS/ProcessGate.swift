@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import Synchronization
 
 /// Keeps listed processes from materializing content (DESIGN §3, the non-materializing process
@@ -28,19 +28,39 @@ final class ProcessGate: Sendable {
     /// The listed name `pid` runs under, or nil when it may download.
     func blockedName(of pid: Int32) -> String? {
         guard !names.isEmpty, pid > 0 else { return nil }
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe") {
-            let name = (executable as NSString).lastPathComponent
+        if let executable = Self.read(pid, "exe", link: true) {
+            let name = String(executable.split(separator: "/").last ?? "")
             if names.contains(name) { return name }
             // A deleted or replaced executable reads as "NAME (deleted)".
             if name.hasSuffix(" (deleted)"), names.contains(String(name.dropLast(" (deleted)".count))) {
                 return String(name.dropLast(" (deleted)".count))
             }
         }
-        if let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) {
-            let name = comm.trimmingCharacters(in: .newlines)
+        if let comm = Self.read(pid, "comm", link: false) {
+            let name = String(comm.dropLast(comm.hasSuffix("\n") ? 1 : 0))
             if names.contains(name) { return name }
         }
         return nil
+    }
+
+    /// The target of the link /proc/PID/NAME, or the start of that file: a `readlink` or an
+    /// `open` and a `read`, with no Foundation machinery, since every open of a cloud file and
+    /// every read that misses asks.
+    private static func read(_ pid: Int32, _ name: String, link: Bool) -> Substring? {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer -> Substring? in
+            let path = "/proc/\(pid)/\(name)"
+            let count: Int
+            if link {
+                count = readlink(path, buffer.baseAddress!, buffer.count)
+            } else {
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { return nil }
+                defer { close(descriptor) }
+                count = Glibc.read(descriptor, buffer.baseAddress!, buffer.count)
+            }
+            guard count > 0 else { return nil }
+            return Substring(decoding: UnsafeBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
+        }
     }
 
     /// Counts a refused read for `name`.

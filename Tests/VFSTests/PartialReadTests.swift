@@ -138,4 +138,17 @@ struct PartialReadTests {
         #expect(remote.recorder.count(.fetchPartialContents) == fetchesBefore)
         #expect(gated.fileSystem.statisticsSnapshot.blocked[ownName] == 1)
     }
+
+    /// The kernel's short name of the process (/proc/PID/comm, at most 15 bytes) is matched too.
+    @Test func aProcessListedByItsShortNameIsRefused() async throws {
+        let remote = InMemoryProvider()
+        _ = try remote.addFile(path: "cloud.txt", text: "in the cloud")
+        let comm = try String(contentsOfFile: "/proc/self/comm", encoding: .utf8)
+        let shortName = comm.trimmingCharacters(in: .newlines)
+        let gated = try await VFSHarness.make(provider: remote, nonMaterializing: [shortName])
+        let cloud = try await gated.resolve("cloud.txt")
+        await #expect(throws: Errno.deadlock) { _ = try await gated.readAll(cloud.inode) }
+        #expect(remote.recorder.count(.fetchPartialContents) == 0)
+        #expect(gated.fileSystem.statisticsSnapshot.blocked[shortName] == 1)
+    }
 }
