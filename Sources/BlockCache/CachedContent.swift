@@ -242,16 +242,28 @@ public final class CachedContent: Sendable {
 
     /// Ends a claim. On success its readers have (or will have) their bytes; on failure the bytes
     /// in `untrusted` that were not committed are forgotten and every reader depending on the claim
-    /// gets `error`.
-    public func finish(_ claim: ContentClaim, error: (any Error)?, untrusted: ByteRanges = ByteRanges()) {
+    /// gets `error`. Returns the forgotten bytes that had landed: readers woken early may have
+    /// been given them, so copies of them elsewhere (the kernel's pages) are stale too.
+    @discardableResult
+    public func finish(_ claim: ContentClaim, error: (any Error)?, untrusted: ByteRanges = ByteRanges())
+        -> ByteRanges
+    {
         let outcome = state.withLock {
-            state -> (woken: [CheckedContinuation<Void, any Error>], failed: [CheckedContinuation<Void, any Error>]) in
+            state -> (
+                woken: [CheckedContinuation<Void, any Error>], failed: [CheckedContinuation<Void, any Error>],
+                forgotten: ByteRanges
+            ) in
             state.claims[claim.id] = nil
             if let error { state.recentFailures.append((claim.range, error, .now)) }
+            var forgotten = ByteRanges()
             if error != nil {
                 for range in untrusted.ranges + [claim.range] {
+                    for landed in state.landed.intersection(range).ranges { forgotten.insert(landed) }
                     state.landed.remove(range)
-                    for kept in state.committed.intersection(range).ranges { state.landed.insert(kept) }
+                    for kept in state.committed.intersection(range).ranges {
+                        state.landed.insert(kept)
+                        forgotten.remove(kept)
+                    }
                 }
             }
             var failed: [CheckedContinuation<Void, any Error>] = []
@@ -265,13 +277,14 @@ public final class CachedContent: Sendable {
                     state.waiters[id] = waiter
                 }
             }
-            return (Self.takeSatisfiedWaiters(from: &state), failed)
+            return (Self.takeSatisfiedWaiters(from: &state), failed, forgotten)
         }
         let failure =
             error
             ?? ProviderError.cannotSynchronize(reason: "a fetch of \(identifier) ended without the bytes it claimed")
         for continuation in outcome.failed { continuation.resume(throwing: failure) }
         for continuation in outcome.woken { continuation.resume() }
+        return outcome.forgotten
     }
 
     /// Makes the landed bytes durable: fsyncs the cache file, then records every fully landed

@@ -1,6 +1,8 @@
 import BlockCache
 import FileProviderKit
+import FuseKit
 import Logging
+import MetadataStore
 import Synchronization
 
 /// Runs the provider's content fetches (DESIGN §3).
@@ -11,12 +13,15 @@ import Synchronization
 /// one provider call, after taking a slot of the pipeline limiter (interactive reads first), under
 /// the remote bound (no progress for `remoteTimeout` fails it). What a provider returns is checked
 /// before it is trusted: the version asked for, a retrieved range that keeps the alignment contract
-/// and covers the claim, every byte delivered. Otherwise the fetch's bytes are forgotten and its
-/// readers get the error.
+/// and covers the claim, every byte delivered. Otherwise the fetch's bytes are forgotten, in the
+/// cache and in the kernel's pages (readers woken as their bytes landed may have been given them),
+/// and its readers get the error.
 final class ContentFetcher: Sendable {
     private let provider: any FileProvider
     private let partialProvider: (any PartialContentFetching)?
     private let cache: BlockCache
+    private let store: MetadataStore
+    private let kernel: KernelCache
     private let limiter: PipelineLimiter
     private let configuration: VFSConfiguration
     private let statistics: Statistics
@@ -32,12 +37,14 @@ final class ContentFetcher: Sendable {
     }
 
     init(
-        provider: any FileProvider, cache: BlockCache, configuration: VFSConfiguration, statistics: Statistics,
-        logger: Logger
+        provider: any FileProvider, cache: BlockCache, store: MetadataStore, kernel: KernelCache,
+        configuration: VFSConfiguration, statistics: Statistics, logger: Logger
     ) {
         self.provider = provider
         self.partialProvider = provider as? any PartialContentFetching
         self.cache = cache
+        self.store = store
+        self.kernel = kernel
         self.limiter = PipelineLimiter(depth: configuration.pipelineDepth)
         self.configuration = configuration
         self.statistics = statistics
@@ -190,8 +197,26 @@ final class ContentFetcher: Sendable {
             logger.warning("fetch of \(claim.range) of \(identifier) failed: \(error)")
             if !(error is CancellationError) { statistics.noteProblem("fetch of \(name) failed: \(error)") }
             sink.close()
-            content.finish(claim, error: error, untrusted: sink.written)
+            let forgotten = content.finish(claim, error: error, untrusted: sink.written)
+            if !forgotten.isEmpty { dropKernelCopies(of: forgotten, of: identifier) }
             statistics.fetchEnded(download, failed: true)
+        }
+    }
+
+    /// Drops the kernel's pages of bytes the cache forgot, so that the next read of them comes
+    /// back to the daemon and fetches them again. In a task of its own: the kernel may be waiting
+    /// for the answer to a read of these pages, and the invalidation waits for it.
+    private func dropKernelCopies(of forgotten: ByteRanges, of identifier: ItemIdentifier) {
+        let (store, kernel, logger) = (self.store, self.kernel, self.logger)
+        Task {
+            do {
+                guard let record = try await store.record(identifier: identifier) else { return }
+                for range in forgotten.ranges {
+                    await kernel.invalidateContent(of: InodeNumber(record.inode), range: range)
+                }
+            } catch {
+                logger.warning("cannot find the inode of \(identifier) to drop its stale pages: \(error)")
+            }
         }
     }
 }

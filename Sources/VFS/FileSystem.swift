@@ -117,13 +117,14 @@ public final class FileSystem: FileSystemOperations {
         self.nodes = NodeTable(root: root)
         self.lister = DirectoryLister(
             provider: provider, store: store, configuration: configuration, statistics: statistics, logger: logger)
-        self.fetcher = ContentFetcher(
-            provider: provider, cache: cache, configuration: configuration, statistics: statistics, logger: logger)
         self.gate = ProcessGate(names: configuration.nonMaterializingProcesses)
         self.uploader = Uploader(
             provider: provider, store: store, localFiles: localFiles, nodes: nodes, configuration: configuration,
             statistics: statistics, logger: logger)
         let uploader = self.uploader
+        self.fetcher = ContentFetcher(
+            provider: provider, cache: cache, store: store, kernel: uploader.kernel, configuration: configuration,
+            statistics: statistics, logger: logger)
         let pins = PinDownloader(
             store: store, lister: lister, cache: cache, fetcher: fetcher, localFiles: localFiles, logger: logger)
         self.pins = pins

@@ -16,10 +16,12 @@ final class KernelCache: Sendable {
 
     func attach(_ notifier: FuseNotifier) { self.notifier.withLock { $0 = notifier } }
 
-    /// Drops the cached pages and attributes of `inode`.
-    func invalidateContent(of inode: InodeNumber) async {
+    /// Drops the cached pages of `inode` (those of `range`, or all) and its attributes.
+    func invalidateContent(of inode: InodeNumber, range: Range<UInt64>? = nil) async {
         guard let notifier = notifier.withLock({ $0 }) else { return }
-        do { try await notifier.invalidateInode(inode) } catch {
+        let offset = Int64(range?.lowerBound ?? 0)
+        let length = Int64(range?.count ?? 0)
+        do { try await notifier.invalidateInode(inode, offset: offset, length: length) } catch {
             logger.warning("could not invalidate the kernel's pages of inode \(inode.rawValue): \(error)")
         }
     }

@@ -68,6 +68,27 @@ extension MountTests {
             #expect(try await mount.xattr("user.fpfs.state", of: "flaky.bin") == "local")
         }
 
+        @Test("bytes a read was given from a GET that then breaks off are fetched again, not kept by the kernel")
+        func pagesOfAFailedFetchAreDropped() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try PatternFile.write(to: scratch.remote + "/broken.bin", size: Self.fileSize, seed: 5)
+            let server = try await FakeWebDAVServer.start(serving: scratch.remote, in: scratch)
+            defer { server.stopBlocking() }
+            try server.setRules([.init(.shortBody, path: "/broken.bin", method: "GET")])
+            let mount = try await mountWebDAV(server, in: scratch)
+            defer { mount.unmount() }
+
+            // Half of each body comes: the kernel's first reads are answered from it, then cat fails.
+            let cat = await Command(["cat", "--", mount.path("broken.bin")], timeout: .seconds(120)).run()
+            expectFailure(cat, Self.hostIsDown, "cat of half-sent bodies", server)
+            try await waitUntilForgotten(mount, "broken.bin")
+
+            try server.setRules([])
+            try await expectSameContents(mount, "broken.bin", as: scratch.remote, "healed")
+            #expect(try await mount.xattr("user.fpfs.state", of: "broken.bin") == "local")
+        }
+
         @Test(
             "a folder whose PROPFIND is bad XML or lists an href outside it, with .. or with / in a name fails ls with EIO",
             arguments: [
@@ -211,6 +232,17 @@ extension MountTests {
         ) async throws {
             let listing = try await Command(["ls", "-A", mount.path(relative)], timeout: .seconds(120)).check()
             #expect(listing.lines == names, "\(what): ls shows \(listing.lines)", sourceLocation: sourceLocation)
+        }
+
+        /// Returns once the failed fetches of `relative` have ended and their bytes are forgotten.
+        private func waitUntilForgotten(_ mount: TestMount, _ relative: String) async throws {
+            let deadline = ContinuousClock.now + Self.bound
+            while try await mount.xattr("user.fpfs.local_bytes", of: relative) != "0" {
+                guard ContinuousClock.now < deadline else {
+                    throw MountTestFailure("the bytes of failed fetches of \(relative) are still local")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
         }
 
         /// Returns once the mount has started a content fetch, so a test acts in the middle of one.
