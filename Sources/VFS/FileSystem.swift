@@ -182,10 +182,11 @@ public final class FileSystem: FileSystemOperations {
             guard name.count <= Filename.maximumLength else { throw Errno.fileNameTooLong }
             guard filename.isValid else { throw Errno.noSuchFileOrDirectory }
             try await self.lister.ensureListed(directory.identifier)
+            let epoch = self.nodes.epoch
             guard let child = try await self.store.child(of: directory.identifier, named: filename) else {
                 return .negative(timeout: self.configuration.negativeTimeout)
             }
-            self.nodes.addLookup(of: child)
+            self.nodes.addLookup(of: child, readAt: epoch)
             return self.entry(for: child)
         }
     }
@@ -518,6 +519,7 @@ public final class FileSystem: FileSystemOperations {
     /// The record of an inode, which memory keeps from now on while the kernel holds the inode
     /// (see `NodeTable`): for opens and writes, which need it again soon.
     func keptRecord(_ inode: InodeNumber) async throws -> ItemRecord {
+        if let record = nodes.keepRecentLookup(inode) { return record }
         while true {
             let epoch = nodes.epoch
             let record = try await record(inode)

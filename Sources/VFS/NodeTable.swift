@@ -17,10 +17,20 @@ import Synchronization
 /// record per held inode cost about a kilobyte each, and `find` or `ls -lR` of a big tree makes the
 /// kernel hold every item of it (DECISIONS 80). Where a record is kept it is the truth for that
 /// inode, so every change to the store's record of a held inode comes here too.
+///
+/// The records of the last few files looked up are remembered as well, so that the open that
+/// usually follows a lookup keeps one without reading the store (DECISIONS 89).
 final class NodeTable: Sendable {
+    /// How many recent lookups are remembered: a program opens what it just looked up, and a
+    /// listing's readdirplus lookups are not remembered.
+    static let recentLookupLimit = 16
+
     private struct State {
         var lookups: [InodeNumber: LookupCount] = [:]
         var records: [InodeNumber: ItemRecord] = [:]
+        /// Files' records as a lookup read them from the store, with the epoch read before that
+        /// read; good only while the epoch has not moved since.
+        var recentLookups: [(record: ItemRecord, epoch: UInt64)] = []
         /// Counts the store changes reported here (`replace`, `refresh`, `replaceIdentifier`), so
         /// that a record read from the store before one of them is not kept (`keep`).
         var epoch: UInt64 = 0
@@ -46,11 +56,33 @@ final class NodeTable: Sendable {
 
     /// The kernel got a reference to `record`'s inode (lookup, readdirplus, create). Its record is
     /// kept if it is a directory's, and replaces the one kept already (newer data replaces older).
-    func addLookup(of record: ItemRecord) {
+    /// A file's record read from the store after `epoch` was read is remembered as a recent lookup.
+    func addLookup(of record: ItemRecord, readAt epoch: UInt64? = nil) {
         let inode = InodeNumber(record.inode)
         state.withLock { state in
             state.lookups[inode, default: LookupCount()].increment()
-            if record.item.kind == .directory || state.records[inode] != nil { state.records[inode] = record }
+            if record.item.kind == .directory || state.records[inode] != nil {
+                state.records[inode] = record
+            } else if let epoch, epoch == state.epoch {
+                state.recentLookups.removeAll { $0.record.inode == record.inode }
+                if state.recentLookups.count == Self.recentLookupLimit { state.recentLookups.removeFirst() }
+                state.recentLookups.append((record, epoch))
+            }
+        }
+    }
+
+    /// The record kept for `inode`, or else the one a recent lookup read, kept from now on if no
+    /// store change was reported since that lookup read it; nil when neither.
+    func keepRecentLookup(_ inode: InodeNumber) -> ItemRecord? {
+        state.withLock { state in
+            if let kept = state.records[inode] { return kept }
+            guard let index = state.recentLookups.firstIndex(where: { $0.record.inode == inode.rawValue }) else {
+                return nil
+            }
+            let recent = state.recentLookups.remove(at: index)
+            guard state.holds(inode), recent.epoch == state.epoch else { return nil }
+            state.records[inode] = recent.record
+            return recent.record
         }
     }
 
@@ -128,6 +160,7 @@ final class NodeTable: Sendable {
             if lookups.decrement(by: count) {
                 state.lookups[inode] = nil
                 state.records[inode] = nil
+                state.recentLookups.removeAll { $0.record.inode == inode.rawValue }
             } else {
                 state.lookups[inode] = lookups
             }

@@ -42,6 +42,21 @@ struct RemoteChangeTests {
             remote.contents(of: try #require(remote.item(atPath: "docs/\(copy)")).identifier) == bytes("local edit\n"))
     }
 
+    /// The open after a lookup takes the record that lookup read (DECISIONS 89), unless a change
+    /// came in between: then the open reads the changed one.
+    @Test func aFileChangedBetweenItsLookupAndItsOpenOpensTheNewVersion() async throws {
+        let remote = try InMemoryProvider.docs()
+        let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        _ = try remote.setContents(path: "docs/readme.txt", bytes("changed on the remote\n"))
+        _ = try await vfs.fileSystem.replicateChangesNow()
+
+        #expect(try await vfs.readAll(readme) == bytes("changed on the remote\n"))
+        let other = try await vfs.resolve("docs/other.txt").inode
+        let otherItem = try #require(remote.item(atPath: "docs/other.txt"))
+        #expect(try await vfs.readAll(other) == remote.contents(of: otherItem.identifier))
+    }
+
     @Test func aFolderDeletedRemotelyKeepsWhatWasWrittenInIt() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
