@@ -14,17 +14,39 @@ struct PartialReadTests {
         (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 131) ^ Int(seed)) }
     }
 
+    /// A remote holding one file of pattern bytes, mounted, the file looked up and opened.
+    private struct OpenedFile {
+        let remote: InMemoryProvider
+        let vfs: VFSHarness
+        let file: Entry
+        let handle: FuseKit.FileHandle
+        let contents: [UInt8]
+
+        init(_ contents: [UInt8], fetchDelay: Duration? = nil, pipelineDepth: Int = 8) async throws {
+            remote = InMemoryProvider(configuration: .init(fetchDelay: fetchDelay))
+            self.contents = contents
+            _ = try remote.addFile(path: "file.bin", contents: contents)
+            vfs = try await VFSHarness.make(provider: remote, pipelineDepth: pipelineDepth)
+            file = try await vfs.resolve("file.bin")
+            handle = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context).handle
+        }
+
+        /// Reads through the handle opened here, or through `other`, and returns the bytes.
+        func read(at offset: UInt64, size: Int, through other: FuseKit.FileHandle? = nil) async throws -> [UInt8] {
+            try VFSHarness.bytes(
+                of: try await vfs.fileSystem.read(
+                    inode: file.inode, handle: other ?? handle, offset: offset, size: size, context: vfs.context))
+        }
+
+        /// The file's bytes from `offset` on for `size`.
+        func expected(at offset: UInt64, size: Int) -> [UInt8] { Array(contents[Int(offset)..<Int(offset) + size]) }
+    }
+
     @Test func aSmallReadFarIntoALargeFileFetchesOnlyItsBlocks() async throws {
-        let remote = InMemoryProvider()
-        let contents = pattern(20 << 20)
-        _ = try remote.addFile(path: "large.bin", contents: contents)
-        let vfs = try await VFSHarness.make(provider: remote)
-        let file = try await vfs.resolve("large.bin")
-        let opened = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context)
+        let opened = try await OpenedFile(pattern(20 << 20))
+        let (remote, vfs, file, contents) = (opened.remote, opened.vfs, opened.file, opened.contents)
         let offset: UInt64 = 15 << 20 + 12345
-        let reply = try await vfs.fileSystem.read(
-            inode: file.inode, handle: opened.handle, offset: offset, size: 4096, context: vfs.context)
-        #expect(try VFSHarness.bytes(of: reply) == Array(contents[Int(offset)..<Int(offset) + 4096]))
+        #expect(try await opened.read(at: offset, size: 4096) == opened.expected(at: offset, size: 4096))
         let local = UInt64(try await vfs.xattr(file.inode, "user.fpfs.local_bytes"))!
         #expect(local > 0 && local <= 2 * Self.blockSize)
         #expect(try await vfs.xattr(file.inode, "user.fpfs.state") == "partial")
@@ -75,42 +97,30 @@ struct PartialReadTests {
     /// so that it neither waits for a slot (depth 1) nor competes with the read.
     @Test(arguments: [1, 8])
     func aMissCarriesItsReadAheadInItsOwnRequest(depth: Int) async throws {
-        let remote = InMemoryProvider(configuration: .init(fetchDelay: .milliseconds(200)))
-        let contents = pattern(4 << 20)
-        _ = try remote.addFile(path: "ahead.bin", contents: contents)
-        let vfs = try await VFSHarness.make(provider: remote, pipelineDepth: depth)
-        let file = try await vfs.resolve("ahead.bin")
-        let opened = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context)
-        let first = try await vfs.fileSystem.read(
-            inode: file.inode, handle: opened.handle, offset: 0, size: 128 << 10, context: vfs.context)
-        #expect(try VFSHarness.bytes(of: first) == Array(contents[0..<(128 << 10)]))
+        let opened = try await OpenedFile(pattern(4 << 20), fetchDelay: .milliseconds(200), pipelineDepth: depth)
+        let (remote, vfs, file) = (opened.remote, opened.vfs, opened.file)
+        #expect(try await opened.read(at: 0, size: 128 << 10) == opened.expected(at: 0, size: 128 << 10))
         let calls = remote.recorder.calls(of: .fetchPartialContents)
         #expect(calls.count == 1)
         #expect(calls.first?.range == 0..<2 * Self.blockSize, "the read's block and the window's first one")
-        let second = try await vfs.fileSystem.read(
-            inode: file.inode, handle: opened.handle, offset: Self.blockSize, size: 128 << 10, context: vfs.context)
-        #expect(try VFSHarness.bytes(of: second) == Array(contents[(1 << 20)..<(1 << 20) + (128 << 10)]))
+        #expect(
+            try await opened.read(at: Self.blockSize, size: 128 << 10)
+                == opened.expected(at: Self.blockSize, size: 128 << 10))
         try await vfs.fileSystem.release(inode: file.inode, handle: opened.handle, flags: 0)
-        #expect(try await vfs.readAll(file.inode, chunk: 1 << 20) == contents)
-        #expect(remote.recorder.bytesServed == UInt64(contents.count), "each block is fetched once")
+        #expect(try await vfs.readAll(file.inode, chunk: 1 << 20) == opened.contents)
+        #expect(remote.recorder.bytesServed == UInt64(opened.contents.count), "each block is fetched once")
     }
 
     /// A block already here ends what rides along: the miss fetches only its own block.
     @Test func whatRidesOnAMissStopsAtBytesAlreadyHere() async throws {
-        let remote = InMemoryProvider()
-        let contents = pattern(4 << 20)
-        _ = try remote.addFile(path: "ahead.bin", contents: contents)
-        let vfs = try await VFSHarness.make(provider: remote)
-        let file = try await vfs.resolve("ahead.bin")
-        let opened = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context)
+        let opened = try await OpenedFile(pattern(4 << 20))
+        let (remote, vfs, file) = (opened.remote, opened.vfs, opened.file)
         let offset = Self.blockSize + 4096
-        let middle = try await vfs.fileSystem.read(
-            inode: file.inode, handle: opened.handle, offset: offset, size: 4096, context: vfs.context)
-        #expect(try VFSHarness.bytes(of: middle) == Array(contents[Int(offset)..<Int(offset) + 4096]))
+        #expect(try await opened.read(at: offset, size: 4096) == opened.expected(at: offset, size: 4096))
         let again = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context)
-        let start = try await vfs.fileSystem.read(
-            inode: file.inode, handle: again.handle, offset: 0, size: 128 << 10, context: vfs.context)
-        #expect(try VFSHarness.bytes(of: start) == Array(contents[0..<(128 << 10)]))
+        #expect(
+            try await opened.read(at: 0, size: 128 << 10, through: again.handle)
+                == opened.expected(at: 0, size: 128 << 10))
         let ranges = remote.recorder.calls(of: .fetchPartialContents).compactMap(\.range)
         #expect(ranges.first == Self.blockSize..<2 * Self.blockSize)
         #expect(ranges.contains(0..<Self.blockSize), "the miss's own block, alone")
