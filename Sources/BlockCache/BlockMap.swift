@@ -6,13 +6,17 @@ struct BlockMap: Hashable {
     init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// The blocks wholly inside `ranges`; the last block counts when it reaches the end of the file.
+    /// Walks the ranges, not every block: a commit of one random miss in a large file costs the
+    /// blocks that landed, not a search per block of the file.
     init(covering ranges: ByteRanges, blockSize: UInt64, size: UInt64) {
         let blockCount = Int((size + blockSize - 1) / blockSize)
         var bytes = [UInt8](repeating: 0, count: (blockCount + 7) / 8)
-        for block in 0..<blockCount {
-            let start = UInt64(block) * blockSize
-            let end = min(start + blockSize, size)
-            if ranges.contains(start..<end) { bytes[block / 8] |= 1 << (block % 8) }
+        for range in ranges.ranges {
+            var block = Int((range.lowerBound + blockSize - 1) / blockSize)
+            while block < blockCount, min(UInt64(block + 1) * blockSize, size) <= range.upperBound {
+                bytes[block / 8] |= 1 << (block % 8)
+                block += 1
+            }
         }
         self.bytes = bytes
     }
@@ -36,9 +40,11 @@ struct BlockMap: Hashable {
     func ranges(blockSize: UInt64, size: UInt64) -> ByteRanges {
         var result = ByteRanges()
         let blockCount = Int((size + blockSize - 1) / blockSize)
-        for block in 0..<blockCount where isPresent(block) {
-            let start = UInt64(block) * blockSize
-            result.insert(start..<min(start + blockSize, size))
+        for (index, byte) in bytes.prefix((blockCount + 7) / 8).enumerated() where byte != 0 {
+            for block in index * 8..<min(index * 8 + 8, blockCount) where isPresent(block) {
+                let start = UInt64(block) * blockSize
+                result.insert(start..<min(start + blockSize, size))
+            }
         }
         return result
     }
