@@ -36,16 +36,26 @@ struct BlockMap: Hashable {
         return present * blockSize - (isPresent(last) ? shortfall : 0)
     }
 
-    /// The byte ranges of the present blocks in a file of `size` bytes.
+    /// The byte ranges of the present blocks in a file of `size` bytes, built run by run (whole
+    /// bytes of the map at a time where they are all present or all missing): every commit of a
+    /// streaming read turns the map back into ranges.
     func ranges(blockSize: UInt64, size: UInt64) -> ByteRanges {
         var result = ByteRanges()
         let blockCount = Int((size + blockSize - 1) / blockSize)
-        for (index, byte) in bytes.prefix((blockCount + 7) / 8).enumerated() where byte != 0 {
-            for block in index * 8..<min(index * 8 + 8, blockCount) where isPresent(block) {
-                let start = UInt64(block) * blockSize
-                result.insert(start..<min(start + blockSize, size))
+        var block = 0
+        var runStart: Int?
+        while block < blockCount {
+            let byte = block / 8 < bytes.count ? bytes[block / 8] : 0
+            let wholeByte = block % 8 == 0 && block + 8 <= blockCount && (byte == 0 || byte == 0xFF)
+            let present = wholeByte ? byte == 0xFF : isPresent(block)
+            if present, runStart == nil { runStart = block }
+            if !present, let start = runStart {
+                result.insert(UInt64(start) * blockSize..<UInt64(block) * blockSize)
+                runStart = nil
             }
+            block += wholeByte ? 8 : 1
         }
+        if let start = runStart { result.insert(UInt64(start) * blockSize..<size) }
         return result
     }
 }

@@ -4,18 +4,27 @@ import Testing
 
 @Suite("BlockMap")
 struct BlockMapTests {
-    @Test("the byte count of present blocks equals the length of their ranges, a short last block included")
+    @Test("a map read back as ranges and made again is the same map, its byte count their length")
     func presentByteCountMatchesRanges() {
         var generator = SystemRandomNumberGenerator()
         for size: UInt64 in [0, 1, 4095, 4096, 4097, 10 * 4096 + 17, 64 * 4096] {
             for _ in 0..<20 {
                 let blockCount = Int((size + 4095) / 4096)
-                let bytes = (0..<(blockCount + 7) / 8).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                // Whole bytes present or missing as often as mixed ones.
+                let bytes = (0..<(blockCount + 7) / 8).map { _ in
+                    [0, 0xFF, UInt8.random(in: 0...255, using: &generator)].randomElement(using: &generator)!
+                }
                 let masked = BlockMap(bytes: bytes).ranges(blockSize: 4096, size: size)
                 let map = BlockMap(covering: masked, blockSize: 4096, size: size)
                 #expect(map.presentByteCount(blockSize: 4096, size: size) == masked.count)
+                for block in 0..<blockCount { #expect(map.isPresent(block) == BlockMap(bytes: bytes).isPresent(block)) }
             }
         }
+    }
+
+    @Test("a map recorded before any block landed has no ranges")
+    func emptyMapHasNoRanges() {
+        #expect(BlockMap(bytes: []).ranges(blockSize: 4096, size: 100 * 4096).isEmpty)
     }
 
     @Test("a block is present exactly when its bytes are all inside the ranges")
