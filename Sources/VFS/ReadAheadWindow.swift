@@ -16,6 +16,11 @@ struct ReadAheadWindow: Sendable {
     /// How far ahead has already been asked for, so the same range is not asked twice.
     private var issuedUpTo: UInt64 = 0
 
+    /// How far out of order a sequential reader's requests may arrive, whatever the block size:
+    /// the kernel's read-ahead sends reads of up to 1 MiB (FileSystem.initialize) and may have
+    /// two of them in flight, answered in any order.
+    static let kernelReorderDistance: UInt64 = 2 << 20
+
     init(blockSize: UInt64, maximum: UInt64) {
         self.blockSize = blockSize
         self.maximum = max(maximum, blockSize)
@@ -24,7 +29,7 @@ struct ReadAheadWindow: Sendable {
     /// Records a read of `range` in a file of `size` bytes; returns the range to fetch ahead
     /// (empty when none).
     mutating func record(_ range: Range<UInt64>, size: UInt64) -> Range<UInt64> {
-        let tolerance = 2 * blockSize
+        let tolerance = max(2 * blockSize, Self.kernelReorderDistance)
         let sequential =
             nextExpected.map { range.lowerBound + tolerance >= $0 && range.lowerBound <= $0 + tolerance }
             ?? (range.lowerBound == 0)
