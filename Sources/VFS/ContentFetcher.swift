@@ -63,15 +63,17 @@ final class ContentFetcher: Sendable {
     ///
     /// `ahead` is prefetched right after the fetches of `range` have started, not once they have
     /// ended: a sequential reader's next blocks are then on their way while it waits for this one,
-    /// instead of a round trip later. Its first block rides on the read's own request when that
-    /// is new and ends where `ahead` begins: the read's bytes come first on the connection, where
-    /// a parallel request would share the server and the cores with them.
+    /// instead of a round trip later. Its start (a first window's worth, ReadAheadWindow) rides on
+    /// the read's own request when that is new and ends where `ahead` begins: the read's bytes come
+    /// first on the connection, where a parallel request would share the server and the cores with
+    /// them.
     func ensurePresent(
         _ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String,
         priority: FetchPriority = .interactive, prefetching ahead: Range<UInt64>? = nil
     ) async throws {
         var prefetched = false
-        let riding = ahead.map { $0.lowerBound..<min($0.upperBound, $0.lowerBound + cache.blockSize) }
+        let firstWindow = ReadAheadWindow.firstWindow(blockSize: cache.blockSize)
+        let riding = ahead.map { $0.lowerBound..<min($0.upperBound, $0.lowerBound + firstWindow) }
         try await content.waitUntilPresent(
             range, granularity: granularity, extendingInto: riding,
             start: { claims in

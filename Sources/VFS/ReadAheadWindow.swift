@@ -2,8 +2,8 @@
 /// answers which bytes to fetch ahead.
 ///
 /// Sequential reading (a read that starts where the previous one ended, give or take the kernel's
-/// own read-ahead reordering) doubles the window from one block up to `maximum`; any other read
-/// resets it, so random access fetches only the blocks it touches.
+/// own read-ahead reordering) doubles the window from its first size up to `maximum`; any other
+/// read resets it, so random access fetches only the blocks it touches.
 ///
 /// The window is refilled only once at least half of it is missing, so that a steady reader asks
 /// for large runs (half a window at a time, which the fetcher splits into a few large requests)
@@ -16,10 +16,14 @@ struct ReadAheadWindow: Sendable {
     /// How far ahead has already been asked for, so the same range is not asked twice.
     private var issuedUpTo: UInt64 = 0
 
-    /// How far out of order a sequential reader's requests may arrive, whatever the block size:
-    /// the kernel's read-ahead sends reads of up to 1 MiB (FileSystem.initialize) and may have
-    /// two of them in flight, answered in any order.
-    static let kernelReorderDistance: UInt64 = 2 << 20
+    /// The kernel's largest read for a sequential reader: its read-ahead sends reads of up to
+    /// 1 MiB (FileSystem.initialize), two of them in flight and answered in any order.
+    static let kernelReadSize: UInt64 = 1 << 20
+
+    /// A sequential reader's first window, and what rides on its first miss (ContentFetcher): one
+    /// block, but never less than one of the kernel's reads, so that small blocks make random
+    /// misses small without making a streaming reader start slowly.
+    static func firstWindow(blockSize: UInt64) -> UInt64 { max(blockSize, kernelReadSize) }
 
     init(blockSize: UInt64, maximum: UInt64) {
         self.blockSize = blockSize
@@ -29,7 +33,7 @@ struct ReadAheadWindow: Sendable {
     /// Records a read of `range` in a file of `size` bytes; returns the range to fetch ahead
     /// (empty when none).
     mutating func record(_ range: Range<UInt64>, size: UInt64) -> Range<UInt64> {
-        let tolerance = max(2 * blockSize, Self.kernelReorderDistance)
+        let tolerance = 2 * Self.firstWindow(blockSize: blockSize)
         let sequential =
             nextExpected.map { range.lowerBound + tolerance >= $0 && range.lowerBound <= $0 + tolerance }
             ?? (range.lowerBound == 0)
@@ -39,7 +43,7 @@ struct ReadAheadWindow: Sendable {
             issuedUpTo = 0
             return range.upperBound..<range.upperBound
         }
-        window = window == 0 ? blockSize : min(window * 2, maximum)
+        window = window == 0 ? Self.firstWindow(blockSize: blockSize) : min(window * 2, maximum)
         let start = max(range.upperBound, issuedUpTo)
         let end = min(range.upperBound + window, size)
         guard start < end, end == size || end - start >= window / 2 else { return start..<start }
