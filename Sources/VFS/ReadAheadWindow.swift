@@ -16,14 +16,14 @@ struct ReadAheadWindow: Sendable {
     /// How far ahead has already been asked for, so the same range is not asked twice.
     private var issuedUpTo: UInt64 = 0
 
-    /// The kernel's largest read for a sequential reader: its read-ahead sends reads of up to
-    /// 1 MiB (FileSystem.initialize), two of them in flight and answered in any order.
-    static let kernelReadSize: UInt64 = 1 << 20
+    /// The kernel's read-ahead window for the mount (FileSystem.initialize): it sends a window as
+    /// several reads, with the next window's possibly in flight too, answered in any order.
+    static let kernelReadAhead: UInt64 = 1 << 20
 
     /// A sequential reader's first window, and what rides on its first miss (ContentFetcher): one
-    /// block, but never less than one of the kernel's reads, so that small blocks make random
+    /// block, but never less than the kernel's read-ahead window, so that small blocks make random
     /// misses small without making a streaming reader start slowly.
-    static func firstWindow(blockSize: UInt64) -> UInt64 { max(blockSize, kernelReadSize) }
+    static func firstWindow(blockSize: UInt64) -> UInt64 { max(blockSize, kernelReadAhead) }
 
     init(blockSize: UInt64, maximum: UInt64) {
         self.blockSize = blockSize
