@@ -37,6 +37,11 @@ final class DirectoryLister: Sendable {
         self.logger = logger
     }
 
+    /// True when memory knows `directory` is completely listed (no store read).
+    func isKnownComplete(_ directory: ItemIdentifier) -> Bool {
+        state.withLock { $0.complete.contains(directory) }
+    }
+
     /// Returns once `directory` is completely listed in the store.
     func ensureListed(_ directory: ItemIdentifier) async throws {
         if state.withLock({ $0.complete.contains(directory) }) { return }

@@ -32,6 +32,7 @@ public final class FileSystem: FileSystemOperations {
     let logger: Logger
     let nodes: NodeTable
     let lister: DirectoryLister
+    let listingAhead: ListingAhead
     let fetcher: ContentFetcher
     let statistics = Statistics()
     let gate: ProcessGate
@@ -117,6 +118,7 @@ public final class FileSystem: FileSystemOperations {
         self.nodes = NodeTable(root: root)
         self.lister = DirectoryLister(
             provider: provider, store: store, configuration: configuration, statistics: statistics, logger: logger)
+        self.listingAhead = ListingAhead(lister: lister, depth: configuration.listingAheadDepth, logger: logger)
         self.gate = ProcessGate(names: configuration.nonMaterializingProcesses)
         self.uploader = Uploader(
             provider: provider, store: store, localFiles: localFiles, nodes: nodes, configuration: configuration,
@@ -165,6 +167,7 @@ public final class FileSystem: FileSystemOperations {
     /// Lets running fetches end and record what they brought, stops the uploader (what it has not
     /// sent stays in the journal for the next mount), then lets go of the provider.
     public func shutdown() async {
+        await listingAhead.stop()
         await replicator.stop()
         await uploader.stop()
         await pins.stop()
@@ -373,10 +376,14 @@ public final class FileSystem: FileSystemOperations {
             try await self.lister.ensureListed(directory.identifier)
             // Unchanged items since the kernel cached this listing: nothing to read now.
             if self.kernelListings.mayKeep(inode, generation: self.store.itemGeneration) {
+                self.listingAhead.opened(directory.identifier, in: directory.item.parentIdentifier, subfolders: [])
                 let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
                 return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
             }
             let listing = try await self.listing(of: directory, inode: inode)
+            self.listingAhead.opened(
+                directory.identifier, in: directory.item.parentIdentifier,
+                subfolders: listing.children.filter { $0.item.kind == .directory }.map(\.identifier))
             let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: listing))
             return OpenReply(
                 handle: FileHandle(handle), keepCache: self.kernelListings.mayKeep(inode, listing: listing),

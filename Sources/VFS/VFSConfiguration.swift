@@ -14,6 +14,9 @@ public struct VFSConfiguration: Sendable {
     public var blockSize: UInt64 = 256 << 10
     /// At most this many provider content fetches run at once (1...128).
     public var pipelineDepth = 8
+    /// At most this many folders are listed ahead of a tree walk at once, and a walk is followed
+    /// this many folders ahead (ListingAhead); 0 lists only what the kernel asks for.
+    public var listingAheadDepth = 8
     /// At most this many journal entries are sent to the remote at once (1...128).
     public var uploadDepth = 4
     /// The bound of the cache (block cache and clean local copies), in bytes; nil for none.

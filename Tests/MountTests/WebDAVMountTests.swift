@@ -30,6 +30,30 @@ extension MountTests {
             }
         }
 
+        @Test("a walk of the tree, with folders listed ahead of it, asks the server for each folder once")
+        func walkListsEachFolderOnce() async throws {
+            let tree = try WebDAVFixtureTree.path()
+            let server = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: tree))
+            defer { server.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(
+                remote: server.remote, in: scratch, options: ["--poll-interval", "0"])
+            defer { mount.unmount() }
+            let walked = try await Command(["find", mount.mountpoint, "-type", "d"]).check()
+            let served = try await Command(["find", tree, "-type", "d"]).check()
+            let folders = served.stdout.split(separator: "\n").count
+            #expect(walked.stdout.split(separator: "\n").count == folders)
+            let propfinds = try await server.accessLog().filter { $0.method == "PROPFIND" }
+            var perPath: [String: Int] = [:]
+            for request in propfinds { perPath[request.path, default: 0] += 1 }
+            // The root is asked for three times: itself and the server's features at start, then
+            // its listing.
+            let twice = perPath.filter { $0.value > ($0.key == "/dav/" ? 3 : 1) }
+            #expect(twice.isEmpty, "folders listed more than once: \(twice)")
+            #expect(perPath.count == folders, "\(perPath.count) folders listed of \(folders)")
+        }
+
         @Test("4 KiB at 900 MiB makes the server send at most two blocks; a whole read then sends the rest once")
         func farReadSendsTwoBlocks() async throws {
             let tree = try WebDAVFixtureTree.path()

@@ -19,7 +19,8 @@ struct VFSHarness {
     static func make(
         provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5),
         pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false,
-        replicatesChanges: Bool = false, cacheSize: UInt64? = nil
+        replicatesChanges: Bool = false, cacheSize: UInt64? = nil,
+        listingAheadDepth: Int = VFSConfiguration().listingAheadDepth
     ) async throws -> VFSHarness {
         let directory =
             directory
@@ -35,6 +36,7 @@ struct VFSHarness {
         configuration.isReadOnly = readOnly
         configuration.cacheSize = cacheSize
         configuration.replicatesChanges = replicatesChanges
+        configuration.listingAheadDepth = listingAheadDepth
         configuration.pollInterval = nil
         let fileSystem = try await FileSystem.start(
             provider: provider, store: store, cache: cache, configuration: configuration,
