@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A namespace-aware XML tokenizer that takes its input in pieces, as they arrive from the network.
 ///
 /// PROPFIND answers can be megabytes long; parsing them as they stream in keeps memory flat however
@@ -43,19 +47,27 @@ struct XMLPullParser {
     private var position = 0
     /// Text with character references decoded, of the events of the last `feed`.
     private var decoded: [UInt8] = []
-    /// Open elements, innermost last, with the namespace declarations each made (prefix bytes,
-    /// empty for the default namespace; the namespace by its number in `namespaces`).
-    private var open: [(name: NameID, qualified: [UInt8], declarations: [(prefix: [UInt8], namespace: Int)])] = []
+    /// Open elements, innermost last: the name, the qualified name as written (to check the end
+    /// tag), and how many of `declarations` were in scope before it.
+    private var open: [(name: NameID, qualified: Int, scope: Int)] = []
+    /// Namespace declarations in scope, innermost last, as numbers: the prefix's in `prefixes`,
+    /// the namespace's in `namespaces`.
+    private var declarations: [(prefix: Int, namespace: Int)] = []
     private var sawRoot = false
-    /// Qualified names seen so far, split into prefix and local name, each numbered.
-    private var knownNames: [ArraySlice<UInt8>: QualifiedName] = [:]
-    /// Namespace names seen so far (servers declare the same ones on every response), numbered.
-    private var knownNamespaces: [ArraySlice<UInt8>: Int] = [:]
+    /// Qualified names seen so far, by number; their spellings sit one after another in
+    /// `spellings`. A multistatus uses a dozen or two names thousands of times, so a name is found
+    /// by comparing bytes with these few rather than by hashing it.
+    private var qualifiedNames: [QualifiedName] = []
+    private var spellings: [UInt8] = []
+    /// Prefixes seen so far, by number; 0 is the empty one, of the default namespace.
+    private var prefixes: [[UInt8]] = [[]]
+    /// Namespace names as written in declarations (servers repeat them on every response), with
+    /// their numbers in `namespaces`.
+    private var namespaceSpellings: [(value: [UInt8], number: Int)] = []
     private var namespaces: [String] = [""]
-    /// The names by number, and the number of each (qualified name, namespace) pair resolved.
+    /// The names by number, and the number of each name.
     private var names: [Name] = []
     private var nameIDs: [Name: NameID] = [:]
-    private var resolved: [Int: NameID] = [:]
 
     /// The name `id` stands for.
     func name(_ id: NameID) -> Name { names[id] }
@@ -107,6 +119,13 @@ struct XMLPullParser {
             }
             return end
         }
+        guard start + 1 < buffer.count else { return nil }
+        let second = buffer[start + 1]
+        guard second == UInt8(ascii: "!") || second == UInt8(ascii: "?") else {
+            guard let end = tagEnd(from: start + 1) else { return nil }
+            try tag(buffer[(start + 1)..<end], into: &events)
+            return end + 1
+        }
         if hasPrefix("<!--", at: start) {
             return find("-->", from: start + 4).map { $0 + 3 }
         }
@@ -132,9 +151,10 @@ struct XMLPullParser {
     private mutating func tag(_ body: ArraySlice<UInt8>, into events: inout [Event]) throws(Malformed) {
         if body.first == UInt8(ascii: "/") {
             let qualified = body.dropFirst().prefix { !Self.isSpace($0) }
-            guard let innermost = open.popLast(), innermost.qualified.elementsEqual(qualified) else {
+            guard let innermost = open.popLast(), spells(qualifiedNames[innermost.qualified], qualified) else {
                 throw Malformed(reason: "unexpected </\(String(decoding: qualified, as: UTF8.self))>")
             }
+            declarations.removeLast(declarations.count - innermost.scope)
             events.append(.end(innermost.name))
             return
         }
@@ -146,71 +166,82 @@ struct XMLPullParser {
             if sawRoot { throw Malformed(reason: "a second root element") }
             sawRoot = true
         }
-        let declarations = try namespaceDeclarations(in: content.dropFirst(qualified.count))
-        let known = knownName(qualified)
-        open.append((0, known.qualified, declarations))
-        let name = try resolve(known)
-        open[open.count - 1].name = name
+        let scope = declarations.count
+        try declareNamespaces(in: content.dropFirst(qualified.count))
+        let number = knownName(qualified)
+        let name = try resolve(number)
         events.append(.start(name))
         if isEmpty {
-            open.removeLast()
+            declarations.removeLast(declarations.count - scope)
             events.append(.end(name))
+        } else {
+            open.append((name, number, scope))
         }
     }
 
-    /// A qualified name as written, split at its colon, and its number among those seen.
+    /// A qualified name as written: where its spelling is in `spellings`, its prefix's number,
+    /// its local name, and the name it resolved to last, by the namespace its prefix stood for.
     private struct QualifiedName {
-        let qualified: [UInt8]
-        let prefix: [UInt8]
+        let spelling: Range<Int>
+        let prefix: Int
         let local: String
-        let number: Int
+        var lastNamespace = -1
+        var lastName: NameID = 0
     }
 
-    /// `qualified` split at its colon, from the names seen before when it is one of them.
-    private mutating func knownName(_ qualified: ArraySlice<UInt8>) -> QualifiedName {
-        if let known = knownNames[qualified] { return known }
+    /// Whether `known` is spelled `bytes`.
+    private func spells(_ known: QualifiedName, _ bytes: ArraySlice<UInt8>) -> Bool {
+        Self.equal(spellings[known.spelling], bytes)
+    }
+
+    /// The number of the qualified name `qualified`, numbering it if it is new.
+    private mutating func knownName(_ qualified: ArraySlice<UInt8>) -> Int {
+        if let number = qualifiedNames.firstIndex(where: { spells($0, qualified) }) { return number }
         let colon = qualified.firstIndex(of: UInt8(ascii: ":"))
         let prefix = colon.map { Array(qualified[..<$0]) } ?? []
         let local = String(decoding: colon.map { qualified[($0 + 1)...] } ?? qualified, as: UTF8.self)
-        let known = QualifiedName(qualified: Array(qualified), prefix: prefix, local: local, number: knownNames.count)
-        knownNames[ArraySlice(known.qualified)] = known
-        return known
+        let start = spellings.count
+        spellings += qualified
+        qualifiedNames.append(
+            QualifiedName(spelling: start..<spellings.count, prefix: prefixNumber(prefix[...]), local: local))
+        return qualifiedNames.count - 1
     }
 
-    /// The number of the name `known` stands for, by the namespace declarations in scope.
-    private mutating func resolve(_ known: QualifiedName) throws(Malformed) -> NameID {
-        var namespace: Int?
-        search: for scope in open.reversed() {
-            for declaration in scope.declarations where declaration.prefix == known.prefix {
-                namespace = declaration.namespace
-                break search
-            }
+    /// The number of `prefix`, numbering it if it is new.
+    private mutating func prefixNumber(_ prefix: ArraySlice<UInt8>) -> Int {
+        if let number = prefixes.firstIndex(where: { Self.equal($0[...], prefix) }) { return number }
+        prefixes.append(Array(prefix))
+        return prefixes.count - 1
+    }
+
+    /// The number of the name qualified name `number` stands for, by the declarations in scope.
+    private mutating func resolve(_ number: Int) throws(Malformed) -> NameID {
+        let known = qualifiedNames[number]
+        let namespace = declarations.last { $0.prefix == known.prefix }?.namespace ?? (known.prefix == 0 ? 0 : nil)
+        guard let namespace else {
+            let prefix = String(decoding: prefixes[known.prefix], as: UTF8.self)
+            throw Malformed(reason: "undeclared namespace prefix '\(prefix)'")
         }
-        guard let namespace = namespace ?? (known.prefix.isEmpty ? 0 : nil) else {
-            throw Malformed(reason: "undeclared namespace prefix '\(String(decoding: known.prefix, as: UTF8.self))'")
-        }
-        let pair = namespace << 32 | known.number
-        if let id = resolved[pair] { return id }
+        if namespace == known.lastNamespace { return known.lastName }
         let name = Name(namespace: namespaces[namespace], local: known.local)
         let id = nameIDs[name] ?? names.count
         if id == names.count {
             names.append(name)
             nameIDs[name] = id
         }
-        resolved[pair] = id
+        qualifiedNames[number].lastNamespace = namespace
+        qualifiedNames[number].lastName = id
         return id
     }
 
-    /// The namespace declarations among the attributes of a start tag (`xmlns` and `xmlns:p`);
-    /// other attributes are checked for form and skipped, since no event carries them.
-    private mutating func namespaceDeclarations(in bytes: ArraySlice<UInt8>) throws(Malformed) -> [(
-        prefix: [UInt8], namespace: Int
-    )] {
-        var declarations: [(prefix: [UInt8], namespace: Int)] = []
+    /// Puts the namespace declarations among the attributes of a start tag (`xmlns` and
+    /// `xmlns:p`) in scope; other attributes are checked for form and skipped, since no event
+    /// carries them.
+    private mutating func declareNamespaces(in bytes: ArraySlice<UInt8>) throws(Malformed) {
         var index = bytes.startIndex
         while true {
             while index < bytes.endIndex, Self.isSpace(bytes[index]) { index += 1 }
-            guard index < bytes.endIndex else { return declarations }
+            guard index < bytes.endIndex else { return }
             guard let equals = bytes[index...].firstIndex(of: UInt8(ascii: "=")) else {
                 throw Malformed(reason: "an attribute without a value")
             }
@@ -227,7 +258,7 @@ struct XMLPullParser {
             if name.starts(with: xmlns),
                 name.count == xmlns.count || name[name.startIndex + xmlns.count] == UInt8(ascii: ":")
             {
-                let prefix = Array(name.dropFirst(xmlns.count + 1))
+                let prefix = prefixNumber(name.dropFirst(xmlns.count + 1))
                 declarations.append((prefix, try knownNamespace(value)))
             } else if value.contains(UInt8(ascii: "&")) {
                 _ = try Self.decodeReferences(value)
@@ -238,11 +269,11 @@ struct XMLPullParser {
 
     /// The number of the namespace name an attribute value stands for, references decoded.
     private mutating func knownNamespace(_ value: ArraySlice<UInt8>) throws(Malformed) -> Int {
-        if let known = knownNamespaces[value] { return known }
+        if let known = namespaceSpellings.first(where: { Self.equal($0.value[...], value) }) { return known.number }
         let namespace = String(decoding: try Self.decodeReferences(value), as: UTF8.self)
         let number = namespaces.firstIndex(of: namespace) ?? namespaces.count
         if number == namespaces.count { namespaces.append(namespace) }
-        knownNamespaces[ArraySlice(Array(value))] = number
+        namespaceSpellings.append((Array(value), number))
         return number
     }
 
@@ -332,6 +363,16 @@ struct XMLPullParser {
                 index += 1
             }
             return nil
+        }
+    }
+
+    /// Whether two runs of bytes are equal.
+    private static func equal(_ first: ArraySlice<UInt8>, _ second: ArraySlice<UInt8>) -> Bool {
+        guard first.count == second.count else { return false }
+        return first.withUnsafeBytes { first in
+            second.withUnsafeBytes { second in
+                first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0
+            }
         }
     }
 

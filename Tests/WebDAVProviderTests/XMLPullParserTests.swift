@@ -104,6 +104,7 @@ import Testing
     @Test(arguments: [
         "<a><b></a>", "<a>", "<a></a><b/>", "text<a/>", "<x:a/>", "<a>&bogus;</a>",
         "<!DOCTYPE a [<!ENTITY e \"boom\">]><a/>", "<a b=c/>", "", "<a b='&bogus;'/>", "<a xmlns:p='&bogus;'/>",
+        "<r><a xmlns:p='urn:x'/><p:b/></r>",
     ])
     func refusesMalformedDocuments(_ text: String) {
         #expect(throws: XMLPullParser.Malformed.self) {
