@@ -17,10 +17,31 @@ final class ListingAhead: Sendable {
     private let depth: Int
     private let logger: Logger
 
+    /// The subfolders of an opened folder, in listing order, and which of them was opened last.
+    private struct Walk {
+        let subfolders: [ItemIdentifier]
+        var last = 0
+
+        /// Where `folder` is among the subfolders. A walk opens them in order, so the search
+        /// starts just after the last one opened: a folder of many subfolders costs no scan per
+        /// opendir.
+        mutating func index(of folder: ItemIdentifier) -> Int? {
+            for candidate in [last + 1, last] where subfolders.indices.contains(candidate) {
+                if subfolders[candidate] == folder {
+                    last = candidate
+                    return candidate
+                }
+            }
+            guard let found = subfolders.firstIndex(of: folder) else { return nil }
+            last = found
+            return found
+        }
+    }
+
     private struct State {
-        /// The subfolders of recently opened folders, in listing order, by folder; the oldest are
-        /// dropped beyond `rememberedFolders`.
-        var subfolders: [ItemIdentifier: [ItemIdentifier]] = [:]
+        /// The walks of recently opened folders, by folder; the oldest are dropped beyond
+        /// `rememberedFolders`.
+        var walks: [ItemIdentifier: Walk] = [:]
         var remembered: [ItemIdentifier] = []
         /// Folders waiting for a slot, first to list first.
         var waiting: [ItemIdentifier] = []
@@ -47,14 +68,14 @@ final class ListingAhead: Sendable {
         let candidates = state.withLock { state -> [ItemIdentifier] in
             guard !state.stopped else { return [] }
             var candidates: [ItemIdentifier] = []
-            if let siblings = state.subfolders[parent], let index = siblings.firstIndex(of: folder) {
+            if let index = state.walks[parent]?.index(of: folder), let siblings = state.walks[parent]?.subfolders {
                 candidates += siblings[(index + 1)...].prefix(depth)
             }
             candidates += subfolders.prefix(depth)
-            if !subfolders.isEmpty, state.subfolders.updateValue(subfolders, forKey: folder) == nil {
+            if !subfolders.isEmpty, state.walks.updateValue(Walk(subfolders: subfolders), forKey: folder) == nil {
                 state.remembered.append(folder)
                 if state.remembered.count > Self.rememberedFolders {
-                    state.subfolders[state.remembered.removeFirst()] = nil
+                    state.walks[state.remembered.removeFirst()] = nil
                 }
             }
             return candidates

@@ -59,6 +59,13 @@ struct ListingAheadTests {
         listed = try await Self.listed(remote, including: second)
         #expect(listed == second, "\(listed)")
         #expect(remote.recorder.calls(of: .enumerator).filter { $0.identifier == folders[0] }.count == 1)
+
+        // Opened out of order, s05 moves the window past itself all the same.
+        let s05 = try await vfs.resolve("top/s05").inode
+        _ = try await vfs.list(s05)
+        let third = second.union([folders[5], folders[6], folders[7], folders[8], inner[5]])
+        listed = try await Self.listed(remote, including: third)
+        #expect(listed == third, "\(listed)")
     }
 
     @Test func depthZeroListsOnlyWhatIsOpened() async throws {
