@@ -11,7 +11,7 @@ import Synchronization
 /// subfolders, are listed in the background, at most `depth` at a time; the walker's own request
 /// for one of them then joins that listing or finds it done (DirectoryLister). Only what the
 /// kernel opens moves the window: a folder listed ahead starts nothing of its own, so an `ls`
-/// of one folder lists at most `depth` more.
+/// of one folder lists at most `depth` of its subfolders and `depth` of the folders after it.
 final class ListingAhead: Sendable {
     private let lister: DirectoryLister
     private let depth: Int
