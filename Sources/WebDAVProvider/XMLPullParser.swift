@@ -54,16 +54,16 @@ struct XMLPullParser {
     /// the namespace's in `namespaces`.
     private var declarations: [(prefix: Int, namespace: Int)] = []
     private var sawRoot = false
-    /// Qualified names seen so far, by number; their spellings sit one after another in
-    /// `spellings`. A multistatus uses a dozen or two names thousands of times, so a name is found
-    /// by comparing bytes with these few rather than by hashing it.
+    /// Qualified names seen so far, by number, and the number of each spelling.
     private var qualifiedNames: [QualifiedName] = []
-    private var spellings: [UInt8] = []
-    /// Prefixes seen so far, by number; 0 is the empty one, of the default namespace.
+    private var qualifiedNumbers: [Spelling: Int] = [:]
+    /// Prefixes seen so far, by number (0 is the empty one, of the default namespace), and the
+    /// number of each.
     private var prefixes: [[UInt8]] = [[]]
-    /// Namespace names as written in declarations (servers repeat them on every response), with
-    /// their numbers in `namespaces`.
-    private var namespaceSpellings: [(value: [UInt8], number: Int)] = []
+    private var prefixNumbers: [Spelling: Int] = [Spelling([]): 0]
+    /// The number in `namespaces` of each namespace name as written in a declaration (servers
+    /// repeat them on every response).
+    private var namespaceNumbers: [Spelling: Int] = [:]
     private var namespaces: [String] = [""]
     /// The names by number, and the number of each name.
     private var names: [Name] = []
@@ -151,7 +151,9 @@ struct XMLPullParser {
     private mutating func tag(_ body: ArraySlice<UInt8>, into events: inout [Event]) throws(Malformed) {
         if body.first == UInt8(ascii: "/") {
             let qualified = body.dropFirst().prefix { !Self.isSpace($0) }
-            guard let innermost = open.popLast(), spells(qualifiedNames[innermost.qualified], qualified) else {
+            guard let innermost = open.popLast(),
+                Self.equal(qualifiedNames[innermost.qualified].spelling[...], qualified)
+            else {
                 throw Malformed(reason: "unexpected </\(String(decoding: qualified, as: UTF8.self))>")
             }
             declarations.removeLast(declarations.count - innermost.scope)
@@ -179,38 +181,45 @@ struct XMLPullParser {
         }
     }
 
-    /// A qualified name as written: where its spelling is in `spellings`, its prefix's number,
-    /// its local name, and the name it resolved to last, by the namespace its prefix stood for.
+    /// Bytes as a dictionary key, hashed in one call: a multistatus repeats a dozen or two
+    /// names thousands of times, and hashing an `ArraySlice` goes byte by byte.
+    private struct Spelling: Hashable {
+        let bytes: ArraySlice<UInt8>
+
+        init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+
+        static func == (first: Spelling, second: Spelling) -> Bool { XMLPullParser.equal(first.bytes, second.bytes) }
+    }
+
+    /// A qualified name as written, its prefix's number, its local name, and the name it
+    /// resolved to last, by the namespace its prefix stood for.
     private struct QualifiedName {
-        let spelling: Range<Int>
+        let spelling: [UInt8]
         let prefix: Int
         let local: String
         var lastNamespace = -1
         var lastName: NameID = 0
     }
 
-    /// Whether `known` is spelled `bytes`.
-    private func spells(_ known: QualifiedName, _ bytes: ArraySlice<UInt8>) -> Bool {
-        Self.equal(spellings[known.spelling], bytes)
-    }
-
     /// The number of the qualified name `qualified`, numbering it if it is new.
     private mutating func knownName(_ qualified: ArraySlice<UInt8>) -> Int {
-        if let number = qualifiedNames.firstIndex(where: { spells($0, qualified) }) { return number }
+        if let number = qualifiedNumbers[Spelling(qualified)] { return number }
         let colon = qualified.firstIndex(of: UInt8(ascii: ":"))
         let prefix = colon.map { Array(qualified[..<$0]) } ?? []
         let local = String(decoding: colon.map { qualified[($0 + 1)...] } ?? qualified, as: UTF8.self)
-        let start = spellings.count
-        spellings += qualified
-        qualifiedNames.append(
-            QualifiedName(spelling: start..<spellings.count, prefix: prefixNumber(prefix[...]), local: local))
+        let spelling = Array(qualified)
+        qualifiedNames.append(QualifiedName(spelling: spelling, prefix: prefixNumber(prefix[...]), local: local))
+        qualifiedNumbers[Spelling(spelling[...])] = qualifiedNames.count - 1
         return qualifiedNames.count - 1
     }
 
     /// The number of `prefix`, numbering it if it is new.
     private mutating func prefixNumber(_ prefix: ArraySlice<UInt8>) -> Int {
-        if let number = prefixes.firstIndex(where: { Self.equal($0[...], prefix) }) { return number }
+        if let number = prefixNumbers[Spelling(prefix)] { return number }
         prefixes.append(Array(prefix))
+        prefixNumbers[Spelling(prefixes[prefixes.count - 1][...])] = prefixes.count - 1
         return prefixes.count - 1
     }
 
@@ -269,11 +278,11 @@ struct XMLPullParser {
 
     /// The number of the namespace name an attribute value stands for, references decoded.
     private mutating func knownNamespace(_ value: ArraySlice<UInt8>) throws(Malformed) -> Int {
-        if let known = namespaceSpellings.first(where: { Self.equal($0.value[...], value) }) { return known.number }
+        if let known = namespaceNumbers[Spelling(value)] { return known }
         let namespace = String(decoding: try Self.decodeReferences(value), as: UTF8.self)
         let number = namespaces.firstIndex(of: namespace) ?? namespaces.count
         if number == namespaces.count { namespaces.append(namespace) }
-        namespaceSpellings.append((Array(value), number))
+        namespaceNumbers[Spelling(Array(value)[...])] = number
         return number
     }
 
