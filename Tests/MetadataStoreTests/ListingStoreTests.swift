@@ -1,0 +1,55 @@
+import FileProviderKit
+import Testing
+
+@testable import MetadataStore
+
+@Suite("Listings in the store")
+struct ListingStoreTests {
+    private func item(_ name: String, in parent: String = "dir", size: UInt64 = 0) -> Item {
+        Item(
+            identifier: ItemIdentifier(parent + "/" + name), parentIdentifier: ItemIdentifier(parent),
+            filename: Filename(name), kind: .file, size: size, version: ItemVersion(content: "1", metadata: "1"))
+    }
+
+    @Test("identifiers are ordered by their UTF-8 bytes, as SQLite orders TEXT")
+    func bytewiseOrder() {
+        #expect(MetadataStore.bytewisePrecedes("a", "b"))
+        #expect(MetadataStore.bytewisePrecedes("a", "ab"), "a prefix comes first")
+        #expect(!MetadataStore.bytewisePrecedes("ab", "a"))
+        #expect(!MetadataStore.bytewisePrecedes("a", "a"))
+        #expect(MetadataStore.bytewisePrecedes("", "a"))
+        #expect(MetadataStore.bytewisePrecedes("Z", "a"), "uppercase ASCII before lowercase")
+        // U+00E9 is C3 A9 in UTF-8, after every ASCII byte; Swift's own String order agrees here
+        // but not for every pair (it compares canonical equivalents equal).
+        #expect(MetadataStore.bytewisePrecedes("z", "\u{E9}"))
+        #expect(MetadataStore.bytewisePrecedes("e\u{301}", "\u{E9}"), "decomposed and composed forms differ")
+        #expect(!MetadataStore.bytewisePrecedes("\u{E9}", "e\u{301}"))
+    }
+
+    @Test("a listing stored over several transactions keeps every item and leaves local changes alone")
+    func splitListing() async throws {
+        let store = try MetadataStore()
+        _ = try await store.saveRoot(
+            Item(
+                identifier: .rootContainer, parentIdentifier: .rootContainer, filename: Filename(""),
+                kind: .directory, version: ItemVersion(content: "", metadata: "")))
+        // A local creation holds the name "held"; the listing's item of that name must not take it.
+        var held = item("held")
+        held.identifier = ItemIdentifier("made-here-1")
+        let local = try #require(try await store.insertLocalItem(held, fields: .contents))
+
+        let names = ["q", "b", "\u{E9}t\u{E9}", "a", "held", "z", "m", "c"]
+        try await store.storeListed(names.map { item($0, size: 1) }, transactionSize: 3)
+        let children = try await store.children(of: ItemIdentifier("dir"))
+        #expect(children.map(\.item.filename.description).sorted() == names.sorted())
+        let kept = try #require(children.first { $0.item.filename == Filename("held") })
+        #expect(kept.inode == local.inode && kept.item.size == 0, "the local item keeps its name")
+
+        // Listing again (one transaction) keeps each item's inode.
+        let before = Dictionary(uniqueKeysWithValues: children.map { ($0.identifier, $0.inode) })
+        try await store.storeListed(names.reversed().map { item($0, size: 2) })
+        let again = try await store.children(of: ItemIdentifier("dir"))
+        #expect(again.allSatisfy { before[$0.identifier] == $0.inode })
+        #expect(again.filter { $0.item.filename != Filename("held") }.allSatisfy { $0.item.size == 2 })
+    }
+}
