@@ -26,12 +26,8 @@ public final class MetadataStore: Sendable {
         configuration.busyMode = .timeout(10)
         // In WAL mode, NORMAL syncs at checkpoints rather than at every commit: a commit is still
         // safe from a killed daemon (the durability contract), and only a power cut may lose the
-        // last ones. FULL made every write-type operation wait for a disk flush. Temporary files
-        // (the statement journal each upsert in a transaction keeps) stay in memory: on disk they
-        // cost a write of every page an upsert changes, 6 per listed item (DECISIONS 92).
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY")
-        }
+        // last ones. FULL made every write-type operation wait for a disk flush.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         self.writer = try DatabasePool(path: file.path, configuration: configuration)
         try Self.migrator.migrate(writer)
         writer.add(transactionObserver: itemChanges, extent: .databaseLifetime)

@@ -101,7 +101,8 @@ final class WebDAVClient: Sendable {
     /// cannot be a filename (`..`, an encoded `/`).
     func path(ofHref href: String) -> RemotePath? {
         var text = Substring(href)
-        if let schemeEnd = text.range(of: "://") {
+        // Servers mostly send absolute paths; only a full URL needs its origin checked.
+        if !text.hasPrefix("/"), let schemeEnd = text.range(of: "://") {
             let rest = text[schemeEnd.upperBound...]
             let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
             guard origin.lowercased().hasSuffix("://" + rest[..<authorityEnd].lowercased()) else { return nil }

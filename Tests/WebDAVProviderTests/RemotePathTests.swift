@@ -33,6 +33,7 @@ import Testing
         #expect(client.path(ofHref: "/my%20dav/a/./b") == nil)
         #expect(client.path(ofHref: "/my%20dav/a//b") == nil)
         #expect(client.path(ofHref: "/my%20dav/a/b?x=1#y")?.components.count == 2)
+        #expect(client.path(ofHref: "/my%20dav/x:y")?.description == "/x:y", "a path with a colon is not a URL")
         // Names are bytes: percent-encoded UTF-8 and raw UTF-8 name the same item.
         #expect(client.path(ofHref: "/my%20dav/caf%C3%A9") == client.path(ofHref: "/my dav/café"))
         #expect(client.path(ofHref: "/my%20dav/caf%C3%A9")?.description == "/café")
