@@ -72,7 +72,7 @@ extension MetadataStore {
     /// (DECISIONS 92). The journal is read once per transaction (it is short, and usually empty),
     /// not once per item.
     public func storeListed(_ items: [Item], transactionSize: Int = 1000) async throws {
-        let sorted = items.sorted { Self.bytewisePrecedes($0.identifier.rawValue, $1.identifier.rawValue) }
+        let sorted = Self.inIndexOrder(items)
         var start = 0
         while start < sorted.count {
             let end = min(start + max(transactionSize, 1), sorted.count)
@@ -105,6 +105,12 @@ extension MetadataStore {
         }
     }
 
+    /// `items` in the order of the identifier index, so that storing them fills each index in
+    /// runs of neighbouring pages (DECISIONS 92).
+    private static func inIndexOrder(_ items: [Item]) -> [Item] {
+        items.sorted { bytewisePrecedes($0.identifier.rawValue, $1.identifier.rawValue) }
+    }
+
     /// SQLite's order of TEXT keys (the BINARY collation): by UTF-8 bytes.
     static func bytewisePrecedes(_ a: String, _ b: String) -> Bool {
         let compared = a.utf8.withContiguousStorageIfAvailable { left in
@@ -117,7 +123,9 @@ extension MetadataStore {
                 return left.count < right.count
             }
         }
-        return (compared ?? nil) ?? a.utf8.lexicographicallyPrecedes(b.utf8)
+        // Both native strings keep contiguous UTF-8; a bridged one is compared byte by byte.
+        if let compared, let result = compared { return result }
+        return a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
     /// The identifiers of every item the store holds that the remote gave (not the root, not items
@@ -157,9 +165,7 @@ extension MetadataStore {
         try await writer.write { db in
             let now = try Self.journalState(in: db)
             guard now.sequence == sequence, now.isEmpty else { return false }
-            for item in items.sorted(by: { Self.bytewisePrecedes($0.identifier.rawValue, $1.identifier.rawValue) }) {
-                _ = try Self.upsert(item, in: db)
-            }
+            for item in Self.inIndexOrder(items) { _ = try Self.upsert(item, in: db) }
             try Self.completeListing(of: directory, seen: Set(items.map(\.identifier)), in: db)
             return true
         }

@@ -6,9 +6,9 @@ import Synchronization
 /// Brings directory listings from the provider into the store, once per directory.
 ///
 /// The first lookup or readdir in a directory enumerates it page by page, stored in runs of pages
-/// (`storedRunLength`); at the end, children that vanished are removed and the directory is marked complete.
-/// Later requests are answered from the store. Concurrent requests for the same directory share one
-/// enumeration.
+/// (`storedRunLength`); at the end, children that vanished are removed and the directory is
+/// marked complete. Later requests are answered from the store. Concurrent requests for the same
+/// directory share one enumeration.
 final class DirectoryLister: Sendable {
     private let provider: any FileProvider
     private let store: MetadataStore
