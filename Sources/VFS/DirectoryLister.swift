@@ -56,12 +56,16 @@ final class DirectoryLister: Sendable {
             state.withLock { _ = $0.complete.insert(directory) }
             return
         }
-        let task = state.withLock { state -> Task<Void, any Error> in
+        // A listing that ran while the store was read has ended complete before it left
+        // `inFlight` (`list`), so checking both under one lock never lists a folder twice.
+        let task = state.withLock { state -> Task<Void, any Error>? in
             if let running = state.inFlight[directory] { return running }
+            if state.complete.contains(directory) { return nil }
             let task = Task { try await self.list(directory, refreshing: known == .stale) }
             state.inFlight[directory] = task
             return task
         }
+        guard let task else { return }
         do {
             try await task.value
         } catch let error where known == .stale && FileSystem.meansUnreachable(error) {

@@ -81,4 +81,28 @@ struct ListingAheadTests {
         #expect(!listed.contains(folders[0]) && !listed.contains(folders[2]) && !listed.contains(folders[3]))
         #expect(listed.contains(folders[1]))
     }
+
+    /// Walkers and listings ahead that open the same folders at once share one listing each,
+    /// also when one of them reads the store just as the listing it would join ends.
+    @Test func foldersOpenedByManyAtOnceAreListedOnce() async throws {
+        let remote = InMemoryProvider()
+        let (_, folders, _) = try Self.tree(remote, count: 40)
+        let vfs = try await VFSHarness.make(provider: remote, listingAheadDepth: 4)
+        var inodes: [InodeNumber] = []
+        for index in folders.indices {
+            inodes.append(try await vfs.resolve(String(format: "top/s%02d", index)).inode)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for inode in inodes {
+                for _ in 0..<6 {
+                    group.addTask { _ = try await vfs.list(inode) }
+                    await Task.yield()
+                }
+            }
+            try await group.waitForAll()
+        }
+        let listings = remote.recorder.calls(of: .enumerator).compactMap(\.identifier)
+        let twice = Dictionary(listings.map { ($0, 1) }, uniquingKeysWith: +).filter { $0.value > 1 }
+        #expect(twice.isEmpty, "folders listed more than once: \(twice)")
+    }
 }
