@@ -2,8 +2,8 @@ import FileProviderKit
 import Foundation
 
 /// The content half: whole, partial and incremental fetches share one path that records the call,
-/// counts it in flight, waits the configured delay, and writes in chunks while checking for
-/// cancellation. The remote keeps only the newest contents, so an older version yields the newer
+/// counts it in flight, waits while fetches are held and then the configured delay, and writes in
+/// chunks while checking for cancellation. The remote keeps only the newest contents, so an older version yields the newer
 /// item and bytes, or `versionNoLongerAvailable` under `.strictVersioning`.
 extension InMemoryProvider {
     public func fetchContents(for identifier: ItemIdentifier, version: ItemVersion?, into sink: any ContentSink)
@@ -45,6 +45,7 @@ extension InMemoryProvider {
         recorder.record(call)
         defer { recorder.fetchFinished() }
         let settings = configuration
+        await waitWhileFetchesHeld()
         if let delay = settings.fetchDelay { try await Task.sleep(for: delay) }
         let identifier = call.identifier ?? .rootContainer
         let (item, contents) = try withTree { tree throws(ProviderError) in

@@ -50,6 +50,8 @@ public final class InMemoryProvider: PartialContentFetching, IncrementalContentF
     private let settings: Mutex<Configuration>
     /// Every call the provider received, with byte and concurrency counts.
     public let recorder = CallRecorder()
+    /// Whether content fetches are held, and the fetches waiting for the release.
+    private let hold = Mutex<(isHeld: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     public init(configuration: Configuration = Configuration()) {
         settings = Mutex(configuration)
@@ -62,6 +64,31 @@ public final class InMemoryProvider: PartialContentFetching, IncrementalContentF
         set {
             settings.withLock { $0 = newValue }
             tree.withLock { $0.changeLogLimit = newValue.changeLogLimit }
+        }
+    }
+
+    /// Makes content fetches wait, counted in flight, from now until `releaseFetches()`: a test
+    /// can then see how many fetches the engine runs at once however slowly its tasks are
+    /// scheduled, which a delay cannot promise.
+    public func holdFetches() { hold.withLock { $0.isHeld = true } }
+
+    /// Lets the held fetches go on, and those that start later run at once.
+    public func releaseFetches() {
+        let waiters = hold.withLock { hold in
+            defer { hold = (false, []) }
+            return hold.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once fetches are not held.
+    func waitWhileFetchesHeld() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let goOn = hold.withLock { hold in
+                if hold.isHeld { hold.waiters.append(continuation) }
+                return !hold.isHeld
+            }
+            if goOn { continuation.resume() }
         }
     }
 

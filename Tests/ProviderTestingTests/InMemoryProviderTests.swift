@@ -25,14 +25,20 @@ import Testing
     }
 
     @Test func countsFetchesInFlight() async throws {
-        let remote = InMemoryProvider(configuration: .init(fetchDelay: .milliseconds(100)))
+        let remote = InMemoryProvider()
         let files = try (0..<5).map { try remote.addFile(path: "f\($0)", contents: [UInt8($0)]) }
+        remote.holdFetches()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for file in files {
                 group.addTask {
                     _ = try await remote.fetchContents(for: file.identifier, version: nil, into: MemorySink())
                 }
             }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while remote.recorder.fetchesInFlight < 5, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            remote.releaseFetches()
             try await group.waitForAll()
         }
         #expect(remote.recorder.maximumFetchesInFlight == 5)

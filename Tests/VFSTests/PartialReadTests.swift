@@ -60,13 +60,16 @@ struct PartialReadTests {
         #expect(try await vfs.xattr(file.inode, "user.fpfs.state") == "local")
     }
 
+    /// 4 × depth readers of cold files: `depth` fetches run at once (held until they all have
+    /// started, so that how the test's tasks are scheduled does not matter), and never more.
     @Test(arguments: [1, 2, 3])
     func thePipelineDepthBoundsConcurrentFetches(depth: Int) async throws {
-        let remote = InMemoryProvider(configuration: .init(fetchDelay: .milliseconds(100)))
+        let remote = InMemoryProvider()
         for index in 0..<(4 * depth) {
             _ = try remote.addFile(path: "f\(index)", contents: pattern(300_000, seed: UInt8(index)))
         }
-        let vfs = try await VFSHarness.make(provider: remote, pipelineDepth: depth)
+        let vfs = try await VFSHarness.make(provider: remote, remoteTimeout: .seconds(30), pipelineDepth: depth)
+        remote.holdFetches()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<(4 * depth) {
                 group.addTask {
@@ -75,6 +78,14 @@ struct PartialReadTests {
                     #expect(bytes == pattern(300_000, seed: UInt8(index)))
                 }
             }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while remote.recorder.fetchesInFlight < depth, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            // With every slot taken, the other readers' fetches wait for one.
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(remote.recorder.fetchesInFlight == depth)
+            remote.releaseFetches()
             try await group.waitForAll()
         }
         #expect(remote.recorder.maximumFetchesInFlight == depth)
