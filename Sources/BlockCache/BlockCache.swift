@@ -33,6 +33,10 @@ public final class BlockCache: Sendable {
         var totalBytes: UInt64 = 0
         var usedSinceSaved: Set<ItemIdentifier> = []
         var onGrowth: (@Sendable () -> Void)?
+        /// The number of the next cache file.
+        var nextFileNumber: Int64 = 1
+        /// Store rows of new cache files still being written, by file number (`beginContent`).
+        var rowsBeingWritten: [Int64: Task<Void, any Error>] = [:]
 
         /// Replaces what is recorded of `identifier` (nil: nothing), keeping the sum right.
         mutating func setRecord(_ record: ContentRecord?, of identifier: ItemIdentifier) {
@@ -60,8 +64,10 @@ public final class BlockCache: Sendable {
         self.store = store
         try FileManager.default.createDirectory(atPath: directory.string, withIntermediateDirectories: true)
         let records = try await store.contentRecords()
+        let nextFileNumber = try await store.nextContentFileNumber()
         var state = State()
         for record in records { state.setRecord(record, of: record.identifier) }
+        state.nextFileNumber = nextFileNumber
         self.state = Mutex(state)
         let known = Set(records.map { String($0.fileNumber) })
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.string)) ?? []
@@ -111,12 +117,11 @@ public final class BlockCache: Sendable {
         }
         let existing = state.withLock { $0.records[identifier] }
         let record: ContentRecord
-        var stale: ContentRecord?
+        var rowWritten: Task<Void, any Error>?
         if let existing, existing.contentVersion == contentVersion, existing.size == size {
             record = existing
         } else {
-            (record, stale) = try await store.beginContent(
-                identifier: identifier, contentVersion: contentVersion, size: size, blockSize: blockSize)
+            (record, rowWritten) = beginContent(identifier: identifier, contentVersion: contentVersion, size: size)
         }
         let path = directory.appending(String(record.fileNumber))
         let descriptor = try await BlockingIO.run {
@@ -125,19 +130,38 @@ public final class BlockCache: Sendable {
             try descriptor.resize(to: Int64(size))
             return descriptor
         }
-        let content = CachedContent(record: record, fileDescriptor: descriptor, store: store)
-        let winner = state.withLock { state -> CachedContent in
+        let content = CachedContent(record: record, fileDescriptor: descriptor, store: store, rowWritten: rowWritten)
+        return state.withLock { state -> CachedContent in
             if let open = state.open[identifier]?.content, open.contentVersion == contentVersion { return open }
             state.open[identifier] = OpenContent(content: content)
             state.setRecord(record, of: identifier)
             state.usedSinceSaved.insert(identifier)
             return content
         }
-        if let stale, stale.fileNumber != record.fileNumber {
-            let stalePath = directory.appending(String(stale.fileNumber))
-            _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: stalePath.string) }
+    }
+
+    /// Numbers a new cache file for a content version and writes its row in the store in the
+    /// background, then deletes the file of the version it replaces. The first read's fetch does
+    /// not wait for the store: only a commit needs the row (a block is recorded only in it), and
+    /// deleting the file waits for it (`deleteFile`). Until the row is written the file is not
+    /// known at a restart, and is deleted then.
+    private func beginContent(identifier: ItemIdentifier, contentVersion: [UInt8], size: UInt64) -> (
+        ContentRecord, Task<Void, any Error>
+    ) {
+        state.withLock { state in
+            let record = ContentRecord(
+                fileNumber: state.nextFileNumber, identifier: identifier, contentVersion: contentVersion, size: size,
+                blockSize: blockSize, presentBlocks: [], lastUsed: Date())
+            state.nextFileNumber += 1
+            let rowWritten = Task {
+                defer { _ = self.state.withLock { $0.rowsBeingWritten.removeValue(forKey: record.fileNumber) } }
+                guard let stale = try await self.store.beginContent(record) else { return }
+                let stalePath = self.directory.appending(String(stale.fileNumber))
+                _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: stalePath.string) }
+            }
+            state.rowsBeingWritten[record.fileNumber] = rowWritten
+            return (record, rowWritten)
         }
-        return winner
     }
 
     /// Forgets the cached content of `identifier` unless it is of `keeping` (the remote's current
@@ -158,6 +182,10 @@ public final class BlockCache: Sendable {
     /// Deletes a content's row in the store, then its file (kept if the row could not go: a row
     /// without its file would serve a fresh empty file's zeros after a restart).
     func deleteFile(of record: ContentRecord) async throws {
+        // A row still being written is waited for, or it would come back after the delete.
+        if let rowWritten = state.withLock({ $0.rowsBeingWritten[record.fileNumber] }) {
+            _ = try? await rowWritten.value
+        }
         try await store.removeContent(fileNumber: record.fileNumber)
         let path = directory.appending(String(record.fileNumber))
         _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: path.string) }

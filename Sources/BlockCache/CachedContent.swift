@@ -29,6 +29,8 @@ public final class CachedContent: Sendable {
     /// The open cache file; valid for this object's lifetime.
     public let fileDescriptor: FileDescriptor
     private let store: MetadataStore
+    /// The writing of this file's row in the store, when it is new (BlockCache.beginContent).
+    private let rowWritten: Task<Void, any Error>?
 
     private struct Waiter {
         let range: Range<UInt64>
@@ -62,7 +64,10 @@ public final class CachedContent: Sendable {
     /// How long a failed claim's error answers new readers of its range.
     static let failureMemory: Duration = .seconds(1)
 
-    init(record: ContentRecord, fileDescriptor: FileDescriptor, store: MetadataStore) {
+    init(
+        record: ContentRecord, fileDescriptor: FileDescriptor, store: MetadataStore,
+        rowWritten: Task<Void, any Error>?
+    ) {
         self.identifier = record.identifier
         self.contentVersion = record.contentVersion
         self.size = record.size
@@ -70,6 +75,7 @@ public final class CachedContent: Sendable {
         self.fileNumber = record.fileNumber
         self.fileDescriptor = fileDescriptor
         self.store = store
+        self.rowWritten = rowWritten
         let present = BlockMap(bytes: record.presentBlocks).ranges(blockSize: record.blockSize, size: record.size)
         self.state = Mutex(State(landed: present, committed: present))
     }
@@ -303,6 +309,7 @@ public final class CachedContent: Sendable {
         guard proceed else { return nil }
         var recorded: [UInt8] = []
         do {
+            try await rowWritten?.value
             repeat {
                 let landed = state.withLock { state -> ByteRanges in
                     state.needsCommit = false

@@ -272,31 +272,37 @@ public final class MetadataStore: Sendable {
         try await writer.read { db in try ContentRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM content")) }
     }
 
-    /// Starts a cache file for a content version, replacing what was recorded for the item before.
-    /// Returns the new record (no blocks present) and the record it replaced, whose file is stale.
-    public func beginContent(
-        identifier: ItemIdentifier, contentVersion: [UInt8], size: UInt64, blockSize: UInt64
-    ) async throws -> (new: ContentRecord, replaced: ContentRecord?) {
+    /// The first cache file number never handed out: file numbers stay unique over the store's
+    /// lifetime, also those of contents since forgotten.
+    public func nextContentFileNumber() async throws -> Int64 {
+        try await writer.read { db in
+            let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'content'")
+            return (used ?? 0) + 1
+        }
+    }
+
+    /// Records a new cache file of a content version (`record`, numbered by
+    /// `nextContentFileNumber` and its successors), replacing what was recorded for the item
+    /// before. Returns the record it replaced, whose file is stale.
+    public func beginContent(_ record: ContentRecord) async throws -> ContentRecord? {
         try await writer.write { db in
             let old = try ContentRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM content WHERE identifier = ?"), arguments: [identifier.rawValue])
+                db.cachedStatement(sql: "SELECT * FROM content WHERE identifier = ?"),
+                arguments: [record.identifier.rawValue])
             try db.cachedStatement(sql: "DELETE FROM content WHERE identifier = ?").execute(arguments: [
-                identifier.rawValue
+                record.identifier.rawValue
             ])
-            let now = Date()
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO content (identifier, contentVersion, size, blockSize, presentBlocks, lastUsed)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO content (fileNumber, identifier, contentVersion, size, blockSize, presentBlocks,
+                      lastUsed)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
-                identifier.rawValue, Data(contentVersion), Int64(size), Int64(blockSize), Data(),
-                now.timeIntervalSince1970,
+                record.fileNumber, record.identifier.rawValue, Data(record.contentVersion), Int64(record.size),
+                Int64(record.blockSize), Data(record.presentBlocks), record.lastUsed.timeIntervalSince1970,
             ])
-            let record = ContentRecord(
-                fileNumber: db.lastInsertedRowID, identifier: identifier, contentVersion: contentVersion,
-                size: size, blockSize: blockSize, presentBlocks: [], lastUsed: now)
-            return (record, old)
+            return old
         }
     }
 

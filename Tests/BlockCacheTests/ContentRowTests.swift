@@ -1,0 +1,92 @@
+import BlockCache
+import FileProviderKit
+import Foundation
+import MetadataStore
+import SystemPackage
+import Testing
+
+/// A new cache file's row is written in the store beside the first fetch, not before it: what a
+/// commit records, what a restart finds, how files are numbered and deleted must not change.
+@Suite("Block cache: the rows of new cache files")
+struct ContentRowTests {
+    private let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rows-\(UUID())")
+    private var blocks: FilePath { FilePath(directory.appendingPathComponent("blocks").path) }
+    private static let blockSize: UInt64 = 4096
+
+    private func openStore() throws -> MetadataStore {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return try MetadataStore(file: directory.appendingPathComponent("metadata.sqlite"))
+    }
+
+    private func files() throws -> Set<String> {
+        Set(try FileManager.default.contentsOfDirectory(atPath: blocks.string))
+    }
+
+    /// Opens `name`'s content at `version` (8 KiB) and lands its first block.
+    private func landFirstBlock(
+        of name: String, version: UInt8 = 1, in cache: BlockCache
+    ) async throws -> CachedContent {
+        let content = try await cache.content(
+            for: ItemIdentifier(name), contentVersion: [version], size: 2 * Self.blockSize)
+        try await content.write([UInt8](repeating: version, count: Int(Self.blockSize)), at: 0)
+        return content
+    }
+
+    @Test func onlyCommittedBlocksAreKnownAfterARestart() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try openStore()
+        let cache = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        let committed = try await landFirstBlock(of: "committed", in: cache)
+        try await cache.commit(committed)
+        _ = try await landFirstBlock(of: "landed", in: cache)
+
+        let restarted = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        #expect(restarted.localBytes(of: ItemIdentifier("committed"), contentVersion: [1]) == Self.blockSize)
+        #expect(restarted.localBytes(of: ItemIdentifier("landed"), contentVersion: [1]) == 0)
+    }
+
+    @Test func fileNumbersAreNotHandedOutTwiceAfterTheNewestIsEvicted() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try openStore()
+        let cache = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        var first: CachedContent? = try await landFirstBlock(of: "first", in: cache)
+        let firstNumber = try #require(first?.fileNumber)
+        try await cache.commit(try #require(first))
+        first = nil
+        #expect(try await cache.evict(ItemIdentifier("first")) == Self.blockSize)
+
+        let restarted = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        let second = try await landFirstBlock(of: "second", in: restarted)
+        #expect(second.fileNumber > firstNumber)
+        #expect(try await store.contentRecords().map(\.fileNumber) == [second.fileNumber])
+    }
+
+    /// Discarding a content (the remote changed it) right after it was opened, its row perhaps
+    /// still being written, leaves neither row nor file.
+    @Test func discardingAContentJustOpenedLeavesNeitherRowNorFile() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try openStore()
+        let cache = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        for round in 0..<20 {
+            let identifier = ItemIdentifier("item-\(round)")
+            _ = try await cache.content(for: identifier, contentVersion: [1], size: Self.blockSize)
+            await cache.discard(identifier)
+        }
+        #expect(try await store.contentRecords().isEmpty)
+        #expect(try files().isEmpty)
+    }
+
+    @Test func aNewVersionReplacesTheOldRowAndDeletesItsFile() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try openStore()
+        let cache = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        var old: CachedContent? = try await landFirstBlock(of: "item", version: 1, in: cache)
+        try await cache.commit(try #require(old))
+        old = nil
+        let new = try await landFirstBlock(of: "item", version: 2, in: cache)
+        try await cache.commit(new)
+        #expect(try await store.contentRecords().map(\.fileNumber) == [new.fileNumber])
+        #expect(try files() == [String(new.fileNumber)])
+        #expect(cache.localBytes(of: ItemIdentifier("item"), contentVersion: [2]) == Self.blockSize)
+    }
+}
