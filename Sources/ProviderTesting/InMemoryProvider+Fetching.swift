@@ -3,8 +3,9 @@ import Foundation
 
 /// The content half: whole, partial and incremental fetches share one path that records the call,
 /// counts it in flight, waits while fetches are held and then the configured delay, and writes in
-/// chunks while checking for cancellation. The remote keeps only the newest contents, so an older version yields the newer
-/// item and bytes, or `versionNoLongerAvailable` under `.strictVersioning`.
+/// chunks while checking for cancellation. The remote keeps only the newest contents, so an older
+/// version yields the newer item and bytes, or `versionNoLongerAvailable` under
+/// `.strictVersioning`.
 extension InMemoryProvider {
     public func fetchContents(for identifier: ItemIdentifier, version: ItemVersion?, into sink: any ContentSink)
         async throws -> Item
