@@ -35,6 +35,7 @@ final class ContentFetcher: Sendable {
         let fileNumber: Int64
         let claim: UInt64
     }
+    private static let claimKeyType: Any.Type = Set<ClaimKey>.self
 
     init(
         provider: any FileProvider, cache: BlockCache, store: MetadataStore, kernel: KernelCache,
@@ -46,6 +47,9 @@ final class ContentFetcher: Sendable {
         self.store = store
         self.kernel = kernel
         self.limiter = PipelineLimiter(depth: configuration.pipelineDepth)
+        // The runtime's first check that the claim key is hashable scans every conformance of the
+        // process: done here, not during the first fetch (BlockCache.typesOfAFirstRead).
+        _ = Self.claimKeyType
         self.configuration = configuration
         self.statistics = statistics
         self.logger = logger
