@@ -35,6 +35,9 @@ final class ContentFetcher: Sendable {
         let fileNumber: Int64
         let claim: UInt64
     }
+    /// Made when a fetcher starts: the runtime's first check that `ClaimKey` is hashable scans
+    /// every conformance of the process, and would otherwise come in a mount's first fetch
+    /// (BlockCache.typesOfAFirstRead, DECISIONS 94).
     private static let claimKeyType: Any.Type = Set<ClaimKey>.self
 
     init(
@@ -47,9 +50,7 @@ final class ContentFetcher: Sendable {
         self.store = store
         self.kernel = kernel
         self.limiter = PipelineLimiter(depth: configuration.pipelineDepth)
-        // The runtime's first check that the claim key is hashable scans every conformance of the
-        // process: done here, not during the first fetch (BlockCache.typesOfAFirstRead).
-        _ = Self.claimKeyType
+        _ = Self.claimKeyType  // see its comment
         self.configuration = configuration
         self.statistics = statistics
         self.logger = logger
