@@ -12,6 +12,9 @@
 #include <errno.h>
 #include <signal.h>
 #include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
 
 /// fuse_session_new is a macro from 3.17 on; this names the function on every version.
 static inline struct fuse_session *cfuse_session_new(struct fuse_args *args,
@@ -37,6 +40,83 @@ static inline struct fuse_bufvec cfuse_bufvec_fd(int fd, off_t pos, size_t size)
     bufv.buf[0].fd = fd;
     bufv.buf[0].pos = pos;
     return bufv;
+}
+
+// FUSE passthrough (kernel 6.9 and later): the kernel reads and writes an open file's backing file
+// itself, without a request per read. libfuse 3.14 knows nothing of it, so the pieces of the
+// kernel's protocol it needs are spelled out here (linux/fuse.h, protocol 7.40).
+
+/// FUSE_PASSTHROUGH's bit in the INIT flags' upper word (flags2); the whole flag is 1 << 37.
+#define CFUSE_PASSTHROUGH_FLAGS2_BIT (1u << 5)
+/// FUSE_INIT_EXT: the INIT messages carry flags2.
+#define CFUSE_INIT_EXT (1u << 30)
+/// FOPEN_DIRECT_IO and FOPEN_PASSTHROUGH in an open reply.
+#define CFUSE_FOPEN_DIRECT_IO (1u << 0)
+#define CFUSE_FOPEN_PASSTHROUGH (1u << 7)
+
+/// The start of the kernel's FUSE_INIT request after its 40-byte header (fuse_init_in).
+struct cfuse_init_in {
+    uint32_t major;
+    uint32_t minor;
+    uint32_t max_readahead;
+    uint32_t flags;
+    uint32_t flags2;
+};
+
+/// The reply to FUSE_INIT after its 16-byte header (fuse_init_out).
+struct cfuse_init_out {
+    uint32_t major;
+    uint32_t minor;
+    uint32_t max_readahead;
+    uint32_t flags;
+    uint16_t max_background;
+    uint16_t congestion_threshold;
+    uint32_t max_write;
+    uint32_t time_gran;
+    uint16_t max_pages;
+    uint16_t map_alignment;
+    uint32_t flags2;
+    uint32_t max_stack_depth;
+    uint16_t request_timeout;
+    uint16_t unused[11];
+};
+
+/// fuse_open_out with the field 3.14 calls padding under its real name.
+struct cfuse_open_out {
+    uint64_t fh;
+    uint32_t open_flags;
+    int32_t backing_id;
+};
+
+struct cfuse_backing_map {
+    int32_t fd;
+    uint32_t flags;
+    uint64_t padding;
+};
+
+/// Registers `fd` as a backing file with the FUSE device `device`: the id, or -1 and errno.
+static inline int cfuse_backing_open(int device, int fd) {
+    struct cfuse_backing_map map;
+    memset(&map, 0, sizeof map);
+    map.fd = fd;
+    return ioctl(device, _IOW(229, 1, struct cfuse_backing_map), &map);
+}
+
+/// Forgets a backing file id; open files that use it keep their backing file.
+static inline int cfuse_backing_close(int device, uint32_t backing_id) {
+    return ioctl(device, _IOW(229, 2, uint32_t), &backing_id);
+}
+
+/// fuse_reply_open with FOPEN_PASSTHROUGH and a backing id, and FOPEN_DIRECT_IO when `direct_io`
+/// (reads and writes still come to the daemon; only mmap uses the backing file).
+static inline int cfuse_reply_open_passthrough(fuse_req_t req, const struct fuse_file_info *fi, int32_t backing_id,
+                                               int direct_io) {
+    struct cfuse_open_out out;
+    memset(&out, 0, sizeof out);
+    out.fh = fi->fh;
+    out.open_flags = CFUSE_FOPEN_PASSTHROUGH | (direct_io ? CFUSE_FOPEN_DIRECT_IO : 0);
+    out.backing_id = backing_id;
+    return fuse_reply_buf(req, (const char *)&out, sizeof out);
 }
 
 #endif

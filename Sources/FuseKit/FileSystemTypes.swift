@@ -122,12 +122,21 @@ public struct OpenReply: Sendable, Hashable {
     public var directIO: Bool
     /// For directories: the kernel may cache the listing.
     public var cacheDirectory: Bool
+    /// The kernel reads (and writes) this backing file itself instead of sending requests (FUSE
+    /// passthrough); with `directIO` reads and writes still come as requests and only mmap uses
+    /// it. `keepCache` does not apply. Once an inode has a handle with a backing file, the kernel
+    /// fails (EIO) every other open of it that does not name the same one.
+    public var backing: BackingID?
 
-    public init(handle: FileHandle, keepCache: Bool = false, directIO: Bool = false, cacheDirectory: Bool = false) {
+    public init(
+        handle: FileHandle, keepCache: Bool = false, directIO: Bool = false, cacheDirectory: Bool = false,
+        backing: BackingID? = nil
+    ) {
         self.handle = handle
         self.keepCache = keepCache
         self.directIO = directIO
         self.cacheDirectory = cacheDirectory
+        self.backing = backing
     }
 }
 
@@ -187,6 +196,9 @@ public struct ConnectionSettings: Sendable, Hashable {
     public var readdirplus: Bool = true
     /// Let the kernel cache symlink targets.
     public var cacheSymlinks: Bool = true
+    /// Ask the kernel for FUSE passthrough (`BackingFiles`). The kernel offers it from 6.9 on;
+    /// using it needs root (CAP_SYS_ADMIN).
+    public var passthrough: Bool = false
 
     public init() {}
 }

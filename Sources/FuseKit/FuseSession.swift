@@ -158,6 +158,12 @@ public final class FuseSession: Sendable {
     /// Sends cache invalidations to the kernel for this session.
     public var notifier: FuseNotifier { FuseNotifier(session: self) }
 
+    /// Registers backing files for FUSE passthrough with this session.
+    public var backingFiles: BackingFiles { BackingFiles(session: self) }
+
+    /// True once the kernel agreed to FUSE passthrough at INIT.
+    var passthroughNegotiated: Bool { context.passthroughNegotiated.withLock { $0 } }
+
     /// Runs `body` with the libfuse session if it is still alive; nil once it has ended.
     func withLiveSession(_ body: (OpaquePointer) -> Int32) -> Int32? {
         state.withLock { state in
@@ -171,7 +177,7 @@ public final class FuseSession: Sendable {
     /// The session thread: the request loop, then the teardown. Returns 0 or -errno.
     private func serve(_ session: SessionPointer) -> Int32 {
         let handlesSignals = fuse_set_signal_handlers(session.raw) == 0
-        let status = Self.loop(session.raw) { raiseReadahead() }
+        let status = Self.loop(session.raw, context: context) { raiseReadahead() }
         // Replies sent from now on fail quietly instead of being reported as write errors.
         fuse_session_exit(session.raw)
         if handlesSignals { fuse_remove_signal_handlers(session.raw) }
@@ -184,8 +190,9 @@ public final class FuseSession: Sendable {
     }
 
     /// `fuse_session_loop`, polling so that the exit flag is seen without a request arriving.
-    /// `initialized` runs once, after the first request (the kernel's INIT) has been answered.
-    private static func loop(_ session: OpaquePointer, initialized: () -> Void) -> Int32 {
+    /// The first request (the kernel's INIT) may ask for passthrough on the way
+    /// (`PassthroughNegotiation`); `initialized` runs once it has been answered.
+    private static func loop(_ session: OpaquePointer, context: SessionContext, initialized: () -> Void) -> Int32 {
         var buffer = fuse_buf()
         defer { free(buffer.mem) }
         var device = pollfd(fd: fuse_session_fd(session), events: Int16(POLLIN), revents: 0)
@@ -198,11 +205,16 @@ public final class FuseSession: Sendable {
             if received == -EINTR { continue }
             // 0: unmounted (libfuse turns ENODEV into a clean end).
             if received <= 0 { return received }
-            fuse_session_process_buf(session, &buffer)
-            if !answeredInit {
-                answeredInit = true
-                initialized()
+            if answeredInit {
+                fuse_session_process_buf(session, &buffer)
+                continue
             }
+            answeredInit = true
+            let passthrough = PassthroughNegotiation.answerInit(session, &buffer) {
+                context.wantsPassthrough.withLock { $0 }
+            }
+            context.passthroughNegotiated.withLock { $0 = passthrough }
+            initialized()
         }
         return 0
     }

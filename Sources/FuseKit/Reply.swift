@@ -52,6 +52,7 @@ struct Reply: ~Copyable {
         send { fuse_reply_entry($0, &parameters) }
     }
 
+    /// `open.backing` is not sent: a new file has no other handle that would need it.
     consuming func create(_ entry: Entry, _ open: OpenReply) {
         var parameters = entry.parameters
         var info = open.fileInfo
@@ -74,7 +75,11 @@ struct Reply: ~Copyable {
 
     consuming func open(_ reply: OpenReply) {
         var info = reply.fileInfo
-        send { fuse_reply_open($0, &info) }
+        if let backing = reply.backing {
+            send { cfuse_reply_open_passthrough($0, &info, backing.rawValue, reply.directIO ? 1 : 0) }
+        } else {
+            send { fuse_reply_open($0, &info) }
+        }
     }
 
     consuming func written(_ count: Int) {

@@ -21,6 +21,10 @@ final class SessionContext: Sendable {
     /// The read-ahead the filesystem asked for at INIT, in bytes, when the kernel offered less;
     /// the session raises the mount's read-ahead to it once INIT is answered.
     let wantedReadahead = Mutex<UInt32?>(nil)
+    /// The filesystem asked for FUSE passthrough at INIT (`ConnectionSettings.passthrough`).
+    let wantsPassthrough = Mutex(false)
+    /// The kernel agreed to FUSE passthrough at INIT: backing files can be registered.
+    let passthroughNegotiated = Mutex(false)
 
     init(operations: any FileSystemOperations) {
         self.operations = operations

@@ -173,6 +173,8 @@ extension FileSystemOperations {
         // actually in use (512 KiB reads) that read back wrong bytes in 2 of 4 runs (DECISIONS 50).
         want(FUSE_CAP_SPLICE_MOVE, false)
         want(FUSE_CAP_CACHE_SYMLINKS, settings.cacheSymlinks)
+        // libfuse 3.14 cannot ask for it: the session edits libfuse's INIT reply (PassthroughNegotiation).
+        context.wantsPassthrough.withLock { $0 = settings.passthrough }
     }
 }
 

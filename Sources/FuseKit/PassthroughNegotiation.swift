@@ -1,0 +1,100 @@
+import CFuse
+import Glibc
+
+/// Answers the kernel's INIT through libfuse, and asks for FUSE passthrough on the way.
+///
+/// libfuse 3.14 (Debian 12) predates passthrough and cannot ask for it. So for this one request
+/// the session's descriptor is pointed at a pipe: libfuse writes its INIT reply there, the reply
+/// gets the passthrough flag and a backing-file stack depth, and is then written to /dev/fuse.
+/// Nothing else is answered before INIT, so no other reply can end up in the pipe; a notification
+/// sent meanwhile would (the kernel ignores those before INIT anyway) and is dropped.
+enum PassthroughNegotiation {
+    private static let initOpcode: UInt32 = 26
+    /// fuse_in_header and fuse_out_header.
+    private static let requestHeaderSize = 40
+    private static let replyHeaderSize = 16
+    /// FUSE_WRITEBACK_CACHE: the kernel refuses passthrough alongside it.
+    private static let writebackCache: UInt32 = 1 << 16
+    /// How deep the backing files' filesystems may stack: 1 lets them live on any filesystem but
+    /// an overlay or another FUSE mount, and keeps this mount usable as an overlay's lower layer.
+    private static let maxStackDepth: UInt32 = 1
+
+    /// Processes `buffer` (the session's first request) with libfuse. Returns true when it was
+    /// INIT, `wanted()` (read after libfuse has asked the filesystem) was true, and the kernel
+    /// agreed to passthrough.
+    static func answerInit(_ session: OpaquePointer, _ buffer: inout fuse_buf, wanted: () -> Bool) -> Bool {
+        guard kernelOffersPassthrough(buffer),
+            let captured = capturingReply(session, { fuse_session_process_buf(session, &buffer) })
+        else {
+            fuse_session_process_buf(session, &buffer)
+            return false
+        }
+        var reply = captured
+        let agreed = wanted() && askForPassthrough(in: &reply)
+        let device = fuse_session_fd(session)
+        let written = reply.withUnsafeBytes { write(device, $0.baseAddress, $0.count) }
+        return agreed && written == reply.count
+    }
+
+    /// True when `buffer` is an INIT whose flags offer FUSE_PASSTHROUGH.
+    private static func kernelOffersPassthrough(_ buffer: fuse_buf) -> Bool {
+        guard buffer.flags.rawValue & FUSE_BUF_IS_FD.rawValue == 0, let memory = buffer.mem,
+            buffer.size >= requestHeaderSize + MemoryLayout<cfuse_init_in>.size
+        else { return false }
+        let opcode = memory.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+        let request = memory.loadUnaligned(fromByteOffset: requestHeaderSize, as: cfuse_init_in.self)
+        return opcode == initOpcode && request.flags & CFUSE_INIT_EXT != 0
+            && request.flags2 & CFUSE_PASSTHROUGH_FLAGS2_BIT != 0
+    }
+
+    /// Runs `process` with the session's descriptor pointing at a pipe; returns the reply it
+    /// wrote, or nil (having run nothing) when the descriptors could not be set up.
+    private static func capturingReply(_ session: OpaquePointer, _ process: () -> Void) -> [UInt8]? {
+        let device = fuse_session_fd(session)
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return nil }
+        defer { close(ends[0]) }
+        let saved = dup(device)
+        guard saved >= 0, dup2(ends[1], device) == device else {
+            if saved >= 0 { close(saved) }
+            close(ends[1])
+            return nil
+        }
+        process()
+        dup2(saved, device)
+        close(saved)
+        close(ends[1])
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(ends[0], $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        return firstMessage(of: bytes)
+    }
+
+    /// The first whole message in `bytes` (by the length in its header).
+    private static func firstMessage(of bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count >= replyHeaderSize else { return bytes }
+        let length = bytes.withUnsafeBytes { Int($0.loadUnaligned(as: UInt32.self)) }
+        return Array(bytes.prefix(max(length, replyHeaderSize)))
+    }
+
+    /// Sets FUSE_PASSTHROUGH and the stack depth in a successful INIT reply; false when the reply
+    /// is an error, not the size this code knows, or enables the writeback cache.
+    private static func askForPassthrough(in reply: inout [UInt8]) -> Bool {
+        guard reply.count == replyHeaderSize + MemoryLayout<cfuse_init_out>.size else { return false }
+        return reply.withUnsafeMutableBytes { bytes in
+            let error = bytes.loadUnaligned(fromByteOffset: 4, as: Int32.self)
+            var answer = bytes.loadUnaligned(fromByteOffset: replyHeaderSize, as: cfuse_init_out.self)
+            guard error == 0, answer.flags & CFUSE_INIT_EXT != 0, answer.flags & writebackCache == 0 else {
+                return false
+            }
+            answer.flags2 |= CFUSE_PASSTHROUGH_FLAGS2_BIT
+            answer.max_stack_depth = maxStackDepth
+            bytes.storeBytes(of: answer, toByteOffset: replyHeaderSize, as: cfuse_init_out.self)
+            return true
+        }
+    }
+}
