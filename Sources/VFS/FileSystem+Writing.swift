@@ -26,12 +26,14 @@ extension FileSystem {
             self.localFiles.beginWriting(record.inode)
             let readAhead = ReadAheadWindow(
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
-            let file = OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true)
+            // A new inode has no other handle: this one reads and writes through requests.
+            let opening = self.passthrough.open(inode: record.inode, candidate: nil)
+            let file = OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true, opening: opening)
             // The creation journalled the contents already: the first write needs no entry of its
             // own, and the size is saved when the handle is flushed (if anything was written).
             file.noteJournalled()
             let handle = self.openFiles.insert(file)
-            return (self.entry(for: record), OpenReply(handle: FileHandle(handle), keepCache: true))
+            return (self.entry(for: record), file.reply(handle, olderVersionOpen: false))
         }
     }
 
@@ -118,9 +120,10 @@ extension FileSystem {
 
     /// Opens `record` for writing (or with O_TRUNC): its content becomes local first — empty when
     /// truncated, else the whole remote content, fetched under the process gate.
-    func openForWriting(_ record: ItemRecord, flags: Int32, readAhead: ReadAheadWindow, context: RequestContext)
-        async throws -> OpenFile
-    {
+    func openForWriting(
+        _ record: ItemRecord, flags: Int32, readAhead: ReadAheadWindow, opening: PassthroughFiles.Opening,
+        context: RequestContext
+    ) async throws -> OpenFile {
         try refuseIfReadOnly()
         let truncating = flags & O_TRUNC != 0
         let isWritable = flags & O_ACCMODE != O_RDONLY
@@ -136,7 +139,11 @@ extension FileSystem {
                     $0.contentModificationDate = .now
                 }
             }
-            return OpenFile(record: record, readAhead: readAhead, local: local, isWritable: isWritable)
+            let file = OpenFile(
+                record: record, readAhead: readAhead, local: local, isWritable: isWritable,
+                bypassesPageCache: opening.backing != nil, opening: opening)
+            if isWritable, opening.backing != nil { file.noteUnseenWrites() }
+            return file
         } catch {
             if isWritable { localFiles.endWriting(record.inode) }
             throw error
@@ -145,12 +152,24 @@ extension FileSystem {
 
     /// The local content of a file, made from the remote content (all of it fetched first) unless
     /// `keepingBytes` is false, when it starts empty.
+    ///
+    /// While the kernel reads this version's cache file for passthrough handles, that file itself
+    /// becomes the local content, bytes kept whatever `keepingBytes` says (the caller truncates),
+    /// and the cache forgets it: those handles then read what is written here, and a writer's
+    /// memory map, which the kernel puts on that same file, writes the local content.
     private func makeLocal(_ record: ItemRecord, keepingBytes: Bool, context: RequestContext) async throws
         -> LocalFile
     {
         let inode = record.inode
         if let local = try await localFiles.openExisting(inode) { return local }
         let item = record.item
+        if passthrough.backing(of: inode) == .cached(item.identifier, contentVersion: item.version.content),
+            try await adoptBackingFile(of: record)
+        {
+            let local = try await localFiles.open(inode)
+            try await store.markLocalContent(inode: inode)
+            return local
+        }
         if keepingBytes && item.size > 0 {
             let content = try await cache.content(
                 for: item.identifier, contentVersion: item.version.content, size: item.size)
@@ -167,6 +186,23 @@ extension FileSystem {
         let local = try await localFiles.open(inode)
         try await store.markLocalContent(inode: inode)
         return local
+    }
+
+    /// Links the complete cache file of `record`'s version as its local content and drops it from
+    /// the cache; false (nothing changed) when the file cannot be linked.
+    private func adoptBackingFile(of record: ItemRecord) async throws -> Bool {
+        let item = record.item
+        let content = try await cache.content(
+            for: item.identifier, contentVersion: item.version.content, size: item.size)
+        guard content.isComplete else { return false }
+        do {
+            try await localFiles.adopt(record.inode, linking: content.fileDescriptor)
+        } catch {
+            logger.notice("cannot link the cache file of \(item.filename) as its local content (\(error)); copying it")
+            return false
+        }
+        await cache.discard(item.identifier)
+        return true
     }
 
     public func write(
@@ -414,6 +450,9 @@ extension FileSystem {
     /// Lets the engine correct the kernel's caches after changes it did not ask for (conflicts,
     /// remote changes).
     public func attach(_ notifier: FuseNotifier) { uploader.kernel.attach(notifier) }
+
+    /// Lets the kernel read complete cached contents itself (FUSE passthrough) from now on.
+    public func attach(_ backingFiles: any BackingFileRegistry) { passthrough.attach(backingFiles) }
 
     /// The local changes not yet on the remote, with the first `listing` of them.
     public func uploadQueue(listing limit: Int = 10) async throws -> UploadQueue {

@@ -37,6 +37,7 @@ public final class FileSystem: FileSystemOperations {
     let statistics = Statistics()
     let gate: ProcessGate
     let openFiles: HandleTable<OpenFile>
+    let passthrough: PassthroughFiles
     let localFiles: LocalFileFolder
     let uploader: Uploader
     let pins: PinDownloader
@@ -116,6 +117,7 @@ public final class FileSystem: FileSystemOperations {
         self.configuration = configuration
         self.logger = logger
         self.nodes = NodeTable(root: root)
+        self.passthrough = PassthroughFiles(logger: logger)
         self.lister = DirectoryLister(
             provider: provider, store: store, configuration: configuration, statistics: statistics, logger: logger)
         self.listingAhead = ListingAhead(lister: lister, depth: configuration.listingAheadDepth, logger: logger)
@@ -162,6 +164,7 @@ public final class FileSystem: FileSystemOperations {
         // The kernel's read-ahead must be able to keep every fetch slot busy (DESIGN §7).
         settings.maxBackground = max(settings.maxBackground, UInt16(configuration.pipelineDepth))
         settings.readdirplus = true
+        settings.passthrough = configuration.passthrough
     }
 
     /// Lets running fetches end and record what they brought, stops the uploader (what it has not
@@ -195,7 +198,7 @@ public final class FileSystem: FileSystemOperations {
     }
 
     public func forget(inode: InodeNumber, count: UInt64) async {
-        nodes.forget(inode, count: count)
+        if nodes.forget(inode, count: count) { passthrough.kernelForgot(inode.rawValue) }
     }
 
     public func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply {
@@ -253,29 +256,61 @@ public final class FileSystem: FileSystemOperations {
             guard record.item.kind == .file else { throw Errno.isDirectory }
             let readAhead = ReadAheadWindow(
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
-            // Handles of an older version still open (the remote changed the file) read through
-            // the page cache, which is the inode's, not the handle's: this one bypasses it.
             let olderOpen = self.openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
             let file: OpenFile
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
-                file = try await self.openForWriting(record, flags: flags, readAhead: readAhead, context: context)
-            } else if let local = try await self.localFiles.openExisting(record.inode) {
-                file = OpenFile(record: record, readAhead: readAhead, local: local)
-            } else {
-                file = OpenFile(record: record, readAhead: readAhead, bypassesPageCache: olderOpen)
-                // Holding the cached content from the start keeps this version's bytes readable
-                // through this handle even if the remote changes the file meanwhile.
-                if self.localBytes(of: record) > 0 {
-                    _ = try await file.cachedContent(in: self.cache)
-                } else if record.item.size > 0 {
-                    self.prepareContent(of: file, for: context.pid)
+                let opening = self.passthrough.open(inode: record.inode, candidate: nil)
+                do {
+                    file = try await self.openForWriting(
+                        record, flags: flags, readAhead: readAhead, opening: opening, context: context)
+                } catch {
+                    self.passthrough.release(inode: record.inode, opening)
+                    throw error
                 }
+            } else if let local = try await self.localFiles.openExisting(record.inode) {
+                let candidate = PassthroughFiles.Candidate(
+                    file: FileDescriptor(rawValue: local.fileDescriptor), content: .local)
+                let opening = self.passthrough.open(inode: record.inode, candidate: candidate)
+                self.countPassthrough(opening)
+                file = OpenFile(record: record, readAhead: readAhead, local: local, opening: opening)
+            } else {
+                file = try await self.openCached(record, readAhead: readAhead, olderOpen: olderOpen, context: context)
             }
             let handle = self.openFiles.insert(file)
             // The content of a version never changes, and local contents change only through the
             // kernel, so pages cached from an earlier open stay good.
-            return OpenReply(handle: FileHandle(handle), keepCache: !olderOpen, directIO: olderOpen)
+            return file.reply(handle, olderVersionOpen: olderOpen)
         }
+    }
+
+    /// Opens a handle that reads the remote content `record` has now. Holding the cached content
+    /// from the start keeps this version's bytes readable through it even if the remote changes
+    /// the file meanwhile; when they are all local, the kernel may read them itself.
+    private func openCached(
+        _ record: ItemRecord, readAhead: ReadAheadWindow, olderOpen: Bool, context: RequestContext
+    ) async throws -> OpenFile {
+        let item = record.item
+        var content: CachedContent?
+        var candidate: PassthroughFiles.Candidate?
+        if localBytes(of: record) > 0 {
+            let opened = try await cache.content(
+                for: item.identifier, contentVersion: item.version.content, size: item.size)
+            if opened.isComplete {
+                candidate = PassthroughFiles.Candidate(
+                    file: opened.fileDescriptor, content: .cached(item.identifier, contentVersion: item.version.content)
+                )
+            }
+            content = opened
+        }
+        let opening = passthrough.open(inode: record.inode, candidate: candidate)
+        countPassthrough(opening)
+        let bypassesPageCache: Bool
+        if case .directIO = opening { bypassesPageCache = true } else { bypassesPageCache = olderOpen }
+        let file = OpenFile(
+            record: record, readAhead: readAhead, bypassesPageCache: bypassesPageCache, content: content,
+            opening: opening)
+        if content == nil, item.size > 0 { prepareContent(of: file, for: context.pid) }
+        return file
     }
 
     public func read(
@@ -325,6 +360,10 @@ public final class FileSystem: FileSystemOperations {
         }
     }
 
+    private func countPassthrough(_ opening: PassthroughFiles.Opening) {
+        if case .passthrough = opening { statistics.update { $0.reads.passthroughOpens += 1 } }
+    }
+
     /// Opens the cached content of a handle with nothing local yet in the background, so that the
     /// store record and cache file it needs are (mostly) made while the kernel answers the open
     /// and sends the first read, not between that read and its fetch. A listed process (the gate)
@@ -352,6 +391,7 @@ public final class FileSystem: FileSystemOperations {
     public func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws {
         guard let file = openFiles[handle.rawValue] else { return }
         openFiles.remove(handle.rawValue)
+        passthrough.release(inode: file.record.inode, file.opening)
         cache.touch(file.record.identifier)
         // The last handle of a version the remote replaced may have put that version's pages in
         // the page cache: they go, from a task of their own (never from inside this request).

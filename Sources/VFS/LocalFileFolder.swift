@@ -156,6 +156,27 @@ final class LocalFileFolder: Sendable {
         state.withLock { _ = $0.items.insert(inode) }
     }
 
+    /// Makes the file open as `source` (a complete cache file, on the same filesystem) the local
+    /// content of `inode` itself, by a second name instead of a copy: whatever the kernel reads
+    /// of that file for a passthrough handle then sees this content's writes. Needs a file that
+    /// still has a name; throws otherwise.
+    func adopt(_ inode: UInt64, linking source: FileDescriptor) async throws {
+        let path = path(of: inode)
+        let partial = directory.appending("\(inode).partial")
+        try await BlockingIO.run {
+            unlink(partial.string)
+            // The descriptor's link in /proc names the file itself, whatever its path.
+            guard linkat(AT_FDCWD, "/proc/self/fd/\(source.rawValue)", AT_FDCWD, partial.string, AT_SYMLINK_FOLLOW) == 0
+            else { throw Errno(rawValue: errno) }
+            guard rename(partial.string, path.string) == 0 else {
+                let error = Errno(rawValue: errno)
+                unlink(partial.string)
+                throw error
+            }
+        }
+        state.withLock { _ = $0.items.insert(inode) }
+    }
+
     /// Takes a conflict copy's snapshot, already uploaded, as the content of its new item `inode`.
     func adoptConflictCopy(_ inode: UInt64, moving file: FilePath) async throws {
         let path = path(of: inode)

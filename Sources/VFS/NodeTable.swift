@@ -153,16 +153,19 @@ final class NodeTable: Sendable {
     }
 
     /// Drops `count` kernel references; the inode and its record go when none are left (the root
-    /// never does).
-    func forget(_ inode: InodeNumber, count: UInt64) {
+    /// never does), and then it returns true: the kernel no longer knows `inode` at all.
+    @discardableResult
+    func forget(_ inode: InodeNumber, count: UInt64) -> Bool {
         state.withLock { state in
-            guard inode != .root, var lookups = state.lookups[inode] else { return }
+            guard inode != .root, var lookups = state.lookups[inode] else { return false }
             if lookups.decrement(by: count) {
                 state.lookups[inode] = nil
                 state.records[inode] = nil
                 state.recentLookups.removeAll { $0.record.inode == inode.rawValue }
+                return true
             } else {
                 state.lookups[inode] = lookups
+                return false
             }
         }
     }

@@ -1,5 +1,6 @@
 import BlockCache
 import FileProviderKit
+import FuseKit
 import MetadataStore
 import Synchronization
 
@@ -8,7 +9,7 @@ import Synchronization
 /// local (written here) reads and writes that file instead.
 final class OpenFile: Sendable {
     let record: ItemRecord
-    private let content = Mutex<CachedContent?>(nil)
+    private let content: Mutex<CachedContent?>
     /// This handle's read-ahead.
     let readAhead: Mutex<ReadAheadWindow>
     /// The local content, for files written here.
@@ -17,19 +18,39 @@ final class OpenFile: Sendable {
     let isWritable: Bool
     /// Opened with direct I/O: what it reads does not stay in the mount's page cache.
     let bypassesPageCache: Bool
+    /// Whether the kernel reads this handle's cache file itself (`PassthroughFiles`).
+    let opening: PassthroughFiles.Opening
     /// Whether the journal already says the contents changed (so a write needs no entry of its
     /// own), and whether bytes were written since the handle's changes were last saved.
     private let writes = Mutex((journalled: false, unsaved: false))
 
     init(
         record: ItemRecord, readAhead: ReadAheadWindow, local: LocalFile? = nil, isWritable: Bool = false,
-        bypassesPageCache: Bool = false
+        bypassesPageCache: Bool = false, content: CachedContent? = nil, opening: PassthroughFiles.Opening = .requests
     ) {
         self.record = record
         self.readAhead = Mutex(readAhead)
         self.local = local
         self.isWritable = isWritable
         self.bypassesPageCache = bypassesPageCache
+        self.content = Mutex(content)
+        self.opening = opening
+    }
+
+    /// The answer to the open that made this handle. While a handle of an older version is open
+    /// (the remote changed the file), the page cache, which is the inode's, holds that version's
+    /// pages: this one bypasses it.
+    func reply(_ handle: UInt64, olderVersionOpen: Bool) -> OpenReply {
+        switch opening {
+        case .requests:
+            OpenReply(
+                handle: FileHandle(handle), keepCache: !olderVersionOpen,
+                directIO: olderVersionOpen || bypassesPageCache)
+        case .passthrough(let backing):
+            OpenReply(handle: FileHandle(handle), backing: backing)
+        case .directIO(let backing):
+            OpenReply(handle: FileHandle(handle), directIO: true, backing: backing)
+        }
     }
 
     /// True when this handle reads the content version `record` has now.
@@ -42,6 +63,12 @@ final class OpenFile: Sendable {
             defer { writes = (journalled: true, unsaved: true) }
             return !writes.journalled
         }
+    }
+
+    /// Writes may reach the local content without passing the daemon (a memory map of the
+    /// passthrough backing file): the next save records the contents as changed.
+    func noteUnseenWrites() {
+        writes.withLock { $0.unsaved = true }
     }
 
     /// The creation of a new file journalled its contents: its writes need no entry until saved.

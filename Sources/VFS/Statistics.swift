@@ -19,6 +19,9 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
         public var fromCache = 0
         public var blocksFromCache = 0
         public var waited = 0
+        /// Opens whose reads the kernel answers from the cache file itself (FUSE passthrough):
+        /// those reads are not counted above.
+        public var passthroughOpens = 0
     }
 
     public struct Listings: Sendable, Codable, Hashable {

@@ -26,6 +26,9 @@ public struct VFSConfiguration: Sendable {
     /// when nil) and on `fpfs signal` (DESIGN §5).
     public var replicatesChanges = true
     public var pollInterval: Duration? = .seconds(30)
+    /// The kernel reads complete cached contents itself (FUSE passthrough) where it can: the
+    /// kernel offers it (6.9 on) and the daemon runs as root (`PassthroughFiles`).
+    public var passthrough = true
     /// Every write-type operation fails with EROFS.
     public var isReadOnly = false
     /// unlink and rmdir move items to the remote's trash instead of deleting them (`--trash`;

@@ -28,6 +28,8 @@ struct Daemon {
     /// Seconds between asking the remote for changes; 0: only at mount and on `fpfs signal`.
     let pollInterval: Int
     let isReadOnly: Bool
+    /// Let the kernel read complete cached contents itself (FUSE passthrough) where it can.
+    let passthrough: Bool
     let trashesDeletions: Bool
     let links: Bool
     let nonMaterializing: Set<String>
@@ -78,6 +80,7 @@ struct Daemon {
         configuration.cacheSize = cacheSize ?? CacheDirectory.defaultCacheSize(of: cacheDirectory)
         configuration.pollInterval = pollInterval > 0 ? .seconds(pollInterval) : nil
         configuration.isReadOnly = isReadOnly
+        configuration.passthrough = passthrough
         configuration.trashesDeletions = trashesDeletions
         configuration.nonMaterializingProcesses = nonMaterializing
         configuration.uid = getuid()
@@ -130,6 +133,7 @@ struct Daemon {
         let session = FuseSession(
             operations: fileSystem, mountpoint: mountpoint, fsname: "fpfs:\(remote.name)", subtype: "fpfs")
         fileSystem.attach(session.notifier)
+        fileSystem.attach(session.backingFiles)
         do {
             try session.mount()
         } catch {

@@ -49,6 +49,13 @@ struct MountCommand: AsyncParsableCommand {
     @Flag(help: "Refuse every change with EROFS.")
     var readOnly = false
 
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Let the kernel read files whose contents are all local straight from the cache (needs root and Linux 6.9)."
+    )
+    var passthrough = true
+
     @Flag(help: "unlink and rmdir move items to the remote's trash (a folder remote; refused on WebDAV).")
     var trash = false
 
@@ -104,7 +111,7 @@ struct MountCommand: AsyncParsableCommand {
                     remote: remote, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
                     remoteTimeout: .seconds(remoteTimeout), blockSize: blockSize, pipelineDepth: pipelineDepth,
                     uploadDepth: uploadDepth, cacheSize: cacheSize, pollInterval: pollInterval, isReadOnly: readOnly,
-                    trashesDeletions: trash, links: links,
+                    passthrough: passthrough, trashesDeletions: trash, links: links,
                     nonMaterializing: nonMaterializingNames,
                     faultSpec: injectFaults, readyFD: readyFd)
                 try await daemon.run()
@@ -117,6 +124,7 @@ struct MountCommand: AsyncParsableCommand {
                     "--ready-fd", "3",
                 ]
                 if readOnly { arguments.append("--read-only") }
+                if !passthrough { arguments.append("--no-passthrough") }
                 if let cacheSize = self.cacheSize { arguments += ["--cache-size", cacheSize] }
                 if trash { arguments.append("--trash") }
                 if links { arguments.append("--links") }

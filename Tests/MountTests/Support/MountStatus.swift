@@ -9,6 +9,12 @@ struct MountStatus: Decodable, Sendable {
         var failed: Int
     }
 
+    /// Reads answered by the daemon from local bytes, and opens the kernel reads itself.
+    struct Reads: Decodable, Sendable {
+        var fromCache: Int
+        var passthroughOpens: Int
+    }
+
     /// Local changes not yet on the remote.
     struct Uploads: Decodable, Sendable {
         var pending: Int
@@ -23,6 +29,7 @@ struct MountStatus: Decodable, Sendable {
 
     var pid: Int32
     var fetches: Fetches
+    var reads: Reads
     var uploads: Uploads
     /// Reads refused to non-materializing processes, by process name.
     var blocked: [String: Int]

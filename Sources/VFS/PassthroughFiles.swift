@@ -1,0 +1,160 @@
+import FileProviderKit
+import FuseKit
+import Logging
+import Synchronization
+import SystemPackage
+
+/// Decides, per open, whether the kernel reads a file's cache file itself (FUSE passthrough)
+/// instead of sending the daemon a request per read, and keeps the kernel's rules while doing so.
+///
+/// Only a read-only handle of a file whose bytes are all here gets a backing file: a complete
+/// cache file of the version it opens, or the local content of a file written here. The daemon
+/// has nothing to do for its reads. The kernel then holds each inode in one of two modes: while
+/// some handle has a backing file, every other open of the inode must name the same one (or fail
+/// with EIO); while a handle without one is open, an open with one fails. So every open and
+/// release of a file goes through here, and:
+///
+/// - the first open of an inode with nothing else open may pass through;
+/// - later read-only opens of the same file pass through with the same backing file;
+/// - any other open of an inode that passes through (for writing, or of a newer version) names
+///   the backing file with direct I/O: its reads and writes still come to the daemon, and only
+///   its memory maps use the backing file. A writer's local content is then made the backing
+///   file itself (`FileSystem.makeLocal`), so that both see the same bytes;
+/// - while handles without a backing file are open, nothing passes through.
+///
+/// The kernel lets go of an inode's mode when a handle closes, before the daemon hears of the
+/// release, so the daemon's view here is the more cautious one.
+///
+/// A file read through requests leaves its bytes in the mount's page cache, and the daemon gives
+/// the cache file's pages of them back (DECISIONS 78). Passing such a file through would read it
+/// from disk again while the kernel holds it in memory, so an inode that had a handle without a
+/// backing file does not pass through until the kernel forgets it (and so its pages).
+final class PassthroughFiles: Sendable {
+    /// How one handle was opened.
+    enum Opening: Sendable, Equatable {
+        /// Reads come to the daemon.
+        case requests
+        /// The kernel reads the backing file.
+        case passthrough(BackingID)
+        /// Reads and writes come to the daemon; memory maps use the inode's backing file.
+        case directIO(BackingID)
+
+        var backing: BackingID? {
+            switch self {
+            case .requests: nil
+            case .passthrough(let id), .directIO(let id): id
+            }
+        }
+    }
+
+    /// The file a backing file is: a version's complete cache file, or the inode's local content.
+    enum Content: Hashable {
+        case cached(ItemIdentifier, contentVersion: [UInt8])
+        case local
+    }
+
+    /// A file whose bytes are all on this machine, which a handle could pass through to.
+    struct Candidate {
+        let file: FileDescriptor
+        let content: Content
+    }
+
+    /// What the kernel holds for one inode with open handles.
+    private enum InodeMode {
+        case requests(handles: Int)
+        case passthrough(BackingID, Content, handles: Int)
+    }
+
+    private struct State {
+        var registry: (any BackingFileRegistry)?
+        var inodes: [UInt64: InodeMode] = [:]
+        /// Inodes that had a handle without a backing file since the kernel last forgot them.
+        var pagesInKernel: Set<UInt64> = []
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Lets handles pass through from now on, with backing files registered in `registry`.
+    func attach(_ registry: any BackingFileRegistry) {
+        state.withLock { $0.registry = registry }
+    }
+
+    /// How a new handle of `inode` opens: through `candidate` when it may, else by requests or
+    /// with direct I/O as the inode's mode demands. Every opening needs its `release`.
+    func open(inode: UInt64, candidate: Candidate?) -> Opening {
+        state.withLock { state in
+            switch state.inodes[inode] {
+            case .requests(let handles):
+                state.inodes[inode] = .requests(handles: handles + 1)
+                state.pagesInKernel.insert(inode)
+                return .requests
+            case .passthrough(let id, let content, let handles):
+                state.inodes[inode] = .passthrough(id, content, handles: handles + 1)
+                return candidate?.content == content ? .passthrough(id) : .directIO(id)
+            case nil:
+                if let candidate, !state.pagesInKernel.contains(inode), let id = register(candidate.file, in: &state) {
+                    state.inodes[inode] = .passthrough(id, candidate.content, handles: 1)
+                    return .passthrough(id)
+                }
+                state.inodes[inode] = .requests(handles: 1)
+                state.pagesInKernel.insert(inode)
+                return .requests
+            }
+        }
+    }
+
+    /// The file the kernel reads for `inode`'s passthrough handles, if it has any.
+    func backing(of inode: UInt64) -> Content? {
+        state.withLock { state in
+            guard case .passthrough(_, let content, _) = state.inodes[inode] else { return nil }
+            return content
+        }
+    }
+
+    /// The kernel forgot `inode`, and with it every page it cached of the file.
+    func kernelForgot(_ inode: UInt64) {
+        state.withLock { _ = $0.pagesInKernel.remove(inode) }
+    }
+
+    /// Ends a handle opened with `opening`; the inode's last handle forgets its backing file.
+    func release(inode: UInt64, _ opening: Opening) {
+        let unused = state.withLock { state -> BackingID? in
+            switch state.inodes[inode] {
+            case .requests(let handles):
+                state.inodes[inode] = handles > 1 ? .requests(handles: handles - 1) : nil
+                return nil
+            case .passthrough(let id, let content, let handles):
+                guard handles == 1 else {
+                    state.inodes[inode] = .passthrough(id, content, handles: handles - 1)
+                    return nil
+                }
+                state.inodes[inode] = nil
+                return id
+            case nil:
+                return nil
+            }
+        }
+        guard let unused else { return }
+        state.withLock { $0.registry }?.unregister(unused)
+    }
+
+    /// Registers `file`; on the first refusal other than "no passthrough on this mount" logs why
+    /// and stops trying, since the reason (privileges, the cache folder's filesystem) stays.
+    private func register(_ file: FileDescriptor, in state: inout State) -> BackingID? {
+        guard let registry = state.registry else { return nil }
+        do {
+            return try registry.register(file)
+        } catch {
+            state.registry = nil
+            if error != .notSupported {
+                logger.notice("the kernel refused a backing file (\(error)); reads go through the daemon")
+            }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension MountTests {
+    /// FUSE passthrough through the real binary (the tests run as root on a kernel that has it):
+    /// the kernel reads complete local files itself, and a writer or a remote change meanwhile
+    /// still gives every handle the bytes it should see.
+    @Suite("Passthrough reads")
+    struct PassthroughMountTests {
+        static let first = "the first version\n"
+
+        /// `pread` of up to `count` bytes at `offset`, as text.
+        static func read(_ handle: Int32, count: Int = 200, at offset: Int = 0) -> String {
+            var buffer = [UInt8](repeating: 0, count: count)
+            let got = pread(handle, &buffer, count, off_t(offset))
+            return String(decoding: buffer.prefix(max(got, 0)), as: UTF8.self)
+        }
+
+        /// Opens `path` or fails the test.
+        static func open(_ path: String, _ flags: Int32) throws -> Int32 {
+            let handle = Glibc.open(path, flags)
+            try #require(handle >= 0, "open \(path): \(String(cString: strerror(errno)))")
+            return handle
+        }
+
+        @Test(
+            "a pinned file is read by the kernel itself, with the same bytes; --no-passthrough reads through the daemon",
+            arguments: [true, false])
+        func pinnedFileIsPassedThrough(_ passthrough: Bool) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try PatternFile.write(to: scratch.remote + "/data.bin", size: 8 << 20, seed: 21)
+            let mount = try await TestMount.start(
+                remote: scratch.remote, in: scratch, options: passthrough ? [] : ["--no-passthrough"])
+            defer { mount.unmount() }
+            try await FpfsBinary.command(["pin", mount.path("data.bin")], timeout: .seconds(120)).check()
+            let before = try await mount.status()
+
+            let expected = try await Command(["sha256sum", scratch.remote + "/data.bin"]).check().stdout.prefix(64)
+            let read = try await Command(["sha256sum", mount.path("data.bin")]).check().stdout.prefix(64)
+            #expect(read == expected)
+
+            let after = try await mount.status()
+            #expect(after.fetches.started == before.fetches.started)
+            if passthrough {
+                #expect(after.reads.passthroughOpens == before.reads.passthroughOpens + 1)
+                #expect(after.reads.fromCache == before.reads.fromCache)
+            } else {
+                #expect(after.reads.passthroughOpens == 0)
+                #expect(after.reads.fromCache > before.reads.fromCache)
+            }
+        }
+
+        @Test(
+            "a writer of a file the kernel reads itself shares its bytes with the readers, and they reach the remote",
+            arguments: [WritableRemote.Kind.folder, .apache])
+        func writerSharesBytesWithPassthroughReaders(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(kind, files: ["file.txt": Self.first]) { remote, mount in
+                let path = mount.path("file.txt")
+                try await FpfsBinary.command(["pin", path], timeout: .seconds(60)).check()
+                let reader = try Self.open(path, O_RDONLY)
+                defer { close(reader) }
+                #expect(Self.read(reader) == Self.first)
+                #expect(try await mount.status().reads.passthroughOpens == 1)
+
+                let writer = try Self.open(path, O_RDWR)
+                let appended = "appended\n"
+                #expect(
+                    pwrite(writer, appended, appended.utf8.count, off_t(Self.first.utf8.count)) == appended.utf8.count)
+                #expect(Self.read(reader) == Self.first + appended)
+
+                // The writer's memory map is on the reader's file too.
+                let size = Self.first.utf8.count + appended.utf8.count
+                let map = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, writer, 0)
+                try #require(map != MAP_FAILED)
+                "THE".utf8.enumerated().forEach { map!.storeBytes(of: $1, toByteOffset: $0, as: UInt8.self) }
+                #expect(msync(map, size, MS_SYNC) == 0)
+                munmap(map, size)
+                let expected = "THE first version\n" + appended
+                #expect(Self.read(reader) == expected)
+                #expect(close(writer) == 0)
+
+                let later = try Self.open(path, O_RDONLY)
+                #expect(Self.read(later) == expected)
+                close(later)
+                try await mount.sync()
+                #expect(try String(contentsOfFile: remote.scratch.remote + "/file.txt", encoding: .utf8) == expected)
+            }
+        }
+
+        @Test("after a remote change, a handle the kernel reads itself keeps its version and a new one reads the new")
+        func remoteChangeWhilePassedThrough() async throws {
+            try await WriteMountTests.withMount(
+                .folder, files: ["file.txt": Self.first], options: ["--poll-interval", "0"]
+            ) {
+                remote, mount in
+                let path = mount.path("file.txt")
+                try await FpfsBinary.command(["pin", path], timeout: .seconds(60)).check()
+                let old = try Self.open(path, O_RDONLY)
+                defer { close(old) }
+                #expect(Self.read(old) == Self.first)
+
+                let second = "the second version, longer than the first\n"
+                try second.write(toFile: remote.scratch.remote + "/file.txt", atomically: true, encoding: .utf8)
+                try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+
+                let new = try Self.open(path, O_RDONLY)
+                defer { close(new) }
+                #expect(Self.read(new) == second)
+                #expect(Self.read(old) == Self.first)
+            }
+        }
+    }
+}
