@@ -139,11 +139,9 @@ extension FileSystem {
                     $0.contentModificationDate = .now
                 }
             }
-            let file = OpenFile(
+            return OpenFile(
                 record: record, readAhead: readAhead, local: local, isWritable: isWritable,
                 bypassesPageCache: opening.backing != nil, opening: opening)
-            if isWritable, opening.backing != nil { file.noteUnseenWrites() }
-            return file
         } catch {
             if isWritable { localFiles.endWriting(record.inode) }
             throw error
@@ -232,7 +230,7 @@ extension FileSystem {
 
     /// Saves what a handle's writes changed (size, time) in the store, and lets the uploader know.
     func saveWrites(of file: OpenFile, inode: InodeNumber) async throws {
-        guard file.takeUnsavedWrites() else { return }
+        guard file.takeUnsavedWrites() || file.writesUnseen else { return }
         let record = try await record(inode)
         try await store.saveLocalChange(
             record.item, inode: record.inode, fields: [.contents, .contentModificationDate])

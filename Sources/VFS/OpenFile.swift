@@ -53,6 +53,11 @@ final class OpenFile: Sendable {
         }
     }
 
+    /// A writer whose writes may reach the local content without the daemon seeing them: its
+    /// memory maps are of the passthrough backing file. Its every save records the contents as
+    /// changed.
+    var writesUnseen: Bool { isWritable && opening.backing != nil }
+
     /// True when this handle reads the content version `record` has now.
     func isOf(_ record: ItemRecord) -> Bool { self.record.item.version.content == record.item.version.content }
 
@@ -63,12 +68,6 @@ final class OpenFile: Sendable {
             defer { writes = (journalled: true, unsaved: true) }
             return !writes.journalled
         }
-    }
-
-    /// Writes may reach the local content without passing the daemon (a memory map of the
-    /// passthrough backing file): the next save records the contents as changed.
-    func noteUnseenWrites() {
-        writes.withLock { $0.unsaved = true }
     }
 
     /// The creation of a new file journalled its contents: its writes need no entry until saved.
