@@ -50,6 +50,17 @@ struct FuseSessionTests {
         }
     }
 
+    /// libfuse 3.14 cannot ask for passthrough; the session edits its INIT reply, and an open
+    /// that names a backing file has the kernel read that file without a single read request.
+    @Test func aBackingFileIsReadByTheKernelItself() async throws {
+        try await Mount.with { mount in
+            mount.fileSystem.backingFiles.withLock { $0 = mount.session.backingFiles }
+            let big = try await Mount.offPool { try Data(contentsOf: URL(fileURLWithPath: mount.path("big.bin"))) }
+            #expect(big == Data(mount.fileSystem.bigBytes))
+            #expect(mount.fileSystem.counters.withLock { $0.bigReads } == 0)
+        }
+    }
+
     @Test func readBytesAndFileRanges() async throws {
         try await Mount.with { mount in
             let hello = try await Mount.run("cat", mount.path("hello.txt"))

@@ -30,6 +30,7 @@ final class TestFileSystem: FileSystemOperations {
         var slowCalls = 0
         var cancelledCalls = 0
         var helloSize: UInt64 = 0
+        var bigReads = 0
     }
 
     /// Everything mutable, so tests can read counters while requests run.
@@ -37,6 +38,8 @@ final class TestFileSystem: FileSystemOperations {
     let helloBytes: [UInt8]
     let bigBytes: [UInt8]
     let bigFile: TestFile
+    /// Where opens of big.bin register it as their backing file (FUSE passthrough), once set.
+    let backingFiles = Mutex<(any BackingFileRegistry)?>(nil)
     private let timeout = Duration.seconds(60)
 
     init(directory: URL) throws {
@@ -44,6 +47,10 @@ final class TestFileSystem: FileSystemOperations {
         bigBytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
         bigFile = try TestFile(path: directory.appendingPathComponent("big.bin").path, contents: bigBytes)
         counters = Mutex(Counters(helloSize: UInt64(helloBytes.count)))
+    }
+
+    func initialize(settings: inout ConnectionSettings) {
+        settings.passthrough = true
     }
 
     func shutdown() async {
@@ -123,12 +130,17 @@ final class TestFileSystem: FileSystemOperations {
 
     func open(inode: InodeNumber, flags: Int32, context: RequestContext) async throws -> OpenReply {
         if flags & O_ACCMODE != O_RDONLY && inode != Self.sink { throw Errno.readOnlyFileSystem }
+        if inode == Self.big, let registry = backingFiles.withLock({ $0 }) {
+            let backing = try registry.register(FileDescriptor(rawValue: bigFile.fileDescriptor))
+            return OpenReply(handle: FileHandle(inode.rawValue), backing: backing)
+        }
         return OpenReply(handle: FileHandle(inode.rawValue))
     }
 
     func read(inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext)
         async throws -> ReadReply
     {
+        if inode == Self.big { counters.withLock { $0.bigReads += 1 } }
         let bytes = inode == Self.big ? bigBytes : inode == Self.hello ? helloBytes : []
         let start = min(Int(offset), bytes.count)
         let length = min(size, bytes.count - start)
