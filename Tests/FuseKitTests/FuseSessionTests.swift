@@ -71,7 +71,7 @@ struct FuseSessionTests {
             // An unaligned range that ends past the end of the file.
             let path = mount.path("big.bin")
             let tail = try await Mount.offPool {
-                let file = open(path, O_RDONLY)
+                let file = open(path, O_RDONLY | O_CLOEXEC)
                 defer { close(file) }
                 var buffer = [UInt8](repeating: 0, count: 10_000)
                 let count = pread(file, &buffer, buffer.count, off_t(big.count - 4321))

@@ -8,7 +8,9 @@ final class TestFile: FileDescriptorOwner {
 
     init(path: String, contents: [UInt8]) throws {
         try Data(contents).write(to: URL(fileURLWithPath: path))
-        fileDescriptor = open(path, O_RDONLY)
+        // Close-on-exec: the mount tests spawn fpfs daemons from this same process, and a
+        // descriptor they inherited would show in them as a deleted file held open.
+        fileDescriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard fileDescriptor >= 0 else { throw CocoaError(.fileReadUnknown) }
     }
 

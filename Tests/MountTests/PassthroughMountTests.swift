@@ -20,9 +20,10 @@ extension MountTests {
             return String(decoding: buffer.prefix(max(got, 0)), as: UTF8.self)
         }
 
-        /// Opens `path` or fails the test.
+        /// Opens `path` or fails the test. Close-on-exec, so that a server another suite starts
+        /// meanwhile does not hold the file open on the mount.
         static func open(_ path: String, _ flags: Int32) throws -> Int32 {
-            let handle = Glibc.open(path, flags)
+            let handle = Glibc.open(path, flags | O_CLOEXEC)
             try #require(handle >= 0, "open \(path): \(String(cString: strerror(errno)))")
             return handle
         }

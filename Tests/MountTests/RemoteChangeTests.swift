@@ -60,7 +60,7 @@ extension MountTests {
                 // Everything looked at and read, so the kernel and the cache hold all of it.
                 let before = try await Self.contents(of: mount)
                 #expect(before == Self.files)
-                let handle = open(mount.path("changed.txt"), O_RDONLY)
+                let handle = open(mount.path("changed.txt"), O_RDONLY | O_CLOEXEC)
                 try #require(handle >= 0)
                 defer { close(handle) }
 
