@@ -7,7 +7,8 @@ import Glibc
 /// the session's descriptor is pointed at a pipe: libfuse writes its INIT reply there, the reply
 /// gets the passthrough flag and a backing-file stack depth, and is then written to /dev/fuse.
 /// Nothing else is answered before INIT, so no other reply can end up in the pipe; a notification
-/// sent meanwhile would (the kernel ignores those before INIT anyway) and is dropped.
+/// sent meanwhile would (the kernel ignores those before INIT anyway): the reply is the message
+/// that names the request, and anything else is dropped.
 enum PassthroughNegotiation {
     private static let initOpcode: UInt32 = 26
     /// fuse_in_header and fuse_out_header.
@@ -23,8 +24,10 @@ enum PassthroughNegotiation {
     /// INIT, `wanted()` (read after libfuse has asked the filesystem) was true, and the kernel
     /// agreed to passthrough.
     static func answerInit(_ session: OpaquePointer, _ buffer: inout fuse_buf, wanted: () -> Bool) -> Bool {
-        guard kernelOffersPassthrough(buffer),
-            let captured = capturingReply(session, { fuse_session_process_buf(session, &buffer) })
+        guard kernelOffersPassthrough(buffer), let memory = buffer.mem,
+            let captured = capturingReply(
+                session, to: memory.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                { fuse_session_process_buf(session, &buffer) })
         else {
             fuse_session_process_buf(session, &buffer)
             return false
@@ -48,8 +51,11 @@ enum PassthroughNegotiation {
     }
 
     /// Runs `process` with the session's descriptor pointing at a pipe; returns the reply it
-    /// wrote, or nil (having run nothing) when the descriptors could not be set up.
-    private static func capturingReply(_ session: OpaquePointer, _ process: () -> Void) -> [UInt8]? {
+    /// wrote to the request numbered `unique`, or nil (having run nothing) when the descriptors
+    /// could not be set up.
+    private static func capturingReply(_ session: OpaquePointer, to unique: UInt64, _ process: () -> Void)
+        -> [UInt8]?
+    {
         let device = fuse_session_fd(session)
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { return nil }
@@ -71,14 +77,25 @@ enum PassthroughNegotiation {
             if count <= 0 { break }
             bytes += chunk[..<count]
         }
-        return firstMessage(of: bytes)
+        return message(to: unique, in: bytes)
     }
 
-    /// The first whole message in `bytes` (by the length in its header).
-    private static func firstMessage(of bytes: [UInt8]) -> [UInt8] {
-        guard bytes.count >= replyHeaderSize else { return bytes }
-        let length = bytes.withUnsafeBytes { Int($0.loadUnaligned(as: UInt32.self)) }
-        return Array(bytes.prefix(max(length, replyHeaderSize)))
+    /// The message in `bytes` (whole messages, each led by its length) whose header names the
+    /// request `unique`; all of `bytes` when none does, so that the kernel gets what libfuse sent.
+    private static func message(to unique: UInt64, in bytes: [UInt8]) -> [UInt8] {
+        var start = 0
+        while bytes.count - start >= replyHeaderSize {
+            let (length, named) = bytes.withUnsafeBytes {
+                (
+                    Int($0.loadUnaligned(fromByteOffset: start, as: UInt32.self)),
+                    $0.loadUnaligned(fromByteOffset: start + 8, as: UInt64.self)
+                )
+            }
+            guard length >= replyHeaderSize, start + length <= bytes.count else { break }
+            if named == unique { return Array(bytes[start..<start + length]) }
+            start += length
+        }
+        return bytes
     }
 
     /// Sets FUSE_PASSTHROUGH and the stack depth in a successful INIT reply; false when the reply

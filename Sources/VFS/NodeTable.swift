@@ -154,7 +154,6 @@ final class NodeTable: Sendable {
 
     /// Drops `count` kernel references; the inode and its record go when none are left (the root
     /// never does), and then it returns true: the kernel no longer knows `inode` at all.
-    @discardableResult
     func forget(_ inode: InodeNumber, count: UInt64) -> Bool {
         state.withLock { state in
             guard inode != .root, var lookups = state.lookups[inode] else { return false }
