@@ -10,7 +10,9 @@ import SystemPackage
 /// The folder of whole local contents (DESIGN §4): a file written here keeps all its bytes in
 /// `local/INODE` — named by inode, which never changes, so a new item's file stays put when the
 /// remote gives it an identifier. The uploader sends snapshots of these files (`uploads/`), so
-/// that writes during an upload do not change what is being sent.
+/// that writes during an upload do not change what is being sent. A snapshot of a content no one
+/// has open is a second name of the same file rather than a copy; the next open then gives the
+/// content a file of its own first (DECISIONS 96).
 ///
 /// It also counts the handles open for writing, so that the uploader waits for the last close, and
 /// every open descriptor of a content, so that eviction deletes only copies no one uses.
@@ -19,12 +21,19 @@ final class LocalFileFolder: Sendable {
     let uploads: FilePath
 
     /// Guards the inodes with local content, which of them are conflict copies, the count of
-    /// writers of each, and the count of open descriptors (`LocalFile`s) of each.
+    /// writers of each, the count of open descriptors (`LocalFile`s) of each, the contents an
+    /// upload snapshot names too, and the copies under way that end such sharing.
     private struct State {
         var items: Set<UInt64>
         var conflictCopies: Set<UInt64>
         var writers: [UInt64: Int] = [:]
         var users: [UInt64: Int] = [:]
+        /// Contents whose file is also an upload's snapshot, by the snapshot's path.
+        var shared: [UInt64: FilePath] = [:]
+        var unsharing: [UInt64: Task<Void, any Error>] = [:]
+
+        /// Forgets that the content of `inode` is shared: its name now means another file, or none.
+        mutating func replaced(_ inode: UInt64) { shared[inode] = nil }
     }
     private let state: Mutex<State>
 
@@ -55,27 +64,29 @@ final class LocalFileFolder: Sendable {
     /// Opens the local content of `inode` for reading and writing; a missing file (an item
     /// created just before a crash) is created empty.
     func open(_ inode: UInt64) async throws -> LocalFile {
-        state.withLock { state in
+        let unsharing = state.withLock { state in
             state.items.insert(inode)
             state.users[inode, default: 0] += 1
+            return unsharingTask(inode, in: &state)
         }
-        return try await openCounted(inode)
+        return try await openCounted(inode, after: unsharing)
     }
 
     /// Opens the local content of `inode` if it has one (it may have been evicted an instant ago);
     /// nil otherwise. Counted as a user from the check on, so eviction cannot slip in between.
     func openExisting(_ inode: UInt64) async throws -> LocalFile? {
-        let exists = state.withLock { state -> Bool in
-            guard state.items.contains(inode) else { return false }
+        let opening = state.withLock { state -> (Task<Void, any Error>?)? in
+            guard state.items.contains(inode) else { return nil }
             state.users[inode, default: 0] += 1
-            return true
+            return .some(unsharingTask(inode, in: &state))
         }
-        return exists ? try await openCounted(inode) : nil
+        guard let unsharing = opening else { return nil }
+        return try await openCounted(inode, after: unsharing)
     }
 
-    /// Opens the content of `inode`, already counted as a user; the count drops when the
-    /// `LocalFile` goes (or the open fails).
-    private func openCounted(_ inode: UInt64) async throws -> LocalFile {
+    /// Opens the content of `inode`, already counted as a user, once `unsharing` (if any) gave it
+    /// a file of its own; the count drops when the `LocalFile` goes (or the open fails).
+    private func openCounted(_ inode: UInt64, after unsharing: Task<Void, any Error>?) async throws -> LocalFile {
         let path = path(of: inode)
         let release: @Sendable () -> Void = { [self] in
             state.withLock { state in
@@ -84,6 +95,7 @@ final class LocalFileFolder: Sendable {
             }
         }
         do {
+            try await unsharing?.value
             let descriptor = try await BlockingIO.run {
                 try FileDescriptor.open(
                     path, .readWrite, options: [.create, .closeOnExec], permissions: [.ownerReadWrite])
@@ -104,6 +116,7 @@ final class LocalFileFolder: Sendable {
             }
             state.items.remove(inode)
             state.conflictCopies.remove(inode)
+            state.replaced(inode)
             return true
         }
         guard unused else { return false }
@@ -143,17 +156,15 @@ final class LocalFileFolder: Sendable {
         let path = path(of: inode)
         let partial = directory.appending("\(inode).partial")
         try await BlockingIO.run {
-            try self.checkRoom(for: size)
-            let target = try FileDescriptor.open(
-                partial, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
-            defer { try? target.close() }
-            try Self.copy(from: source, to: target, size: size)
             // The copy replaces nothing a crash could lose, but it is the item's content from now
             // on: on disk before it is named.
-            guard fsync(target.rawValue) == 0 else { throw Errno(rawValue: errno) }
+            try self.copy(source, size: size, to: partial, durably: true)
             guard rename(partial.string, path.string) == 0 else { throw Errno(rawValue: errno) }
         }
-        state.withLock { _ = $0.items.insert(inode) }
+        state.withLock { state in
+            state.items.insert(inode)
+            state.replaced(inode)
+        }
     }
 
     /// Makes the file open as `source` (a complete cache file, on the same filesystem) the local
@@ -174,7 +185,10 @@ final class LocalFileFolder: Sendable {
                 throw error
             }
         }
-        state.withLock { _ = $0.items.insert(inode) }
+        state.withLock { state in
+            state.items.insert(inode)
+            state.replaced(inode)
+        }
     }
 
     /// Takes a conflict copy's snapshot, already uploaded, as the content of its new item `inode`.
@@ -186,6 +200,9 @@ final class LocalFileFolder: Sendable {
         state.withLock { state in
             state.items.insert(inode)
             state.conflictCopies.insert(inode)
+            // A snapshot that was a second name of the original's content still is one until the
+            // original goes: an opener of either copies first.
+            if state.shared.values.contains(file) { state.shared[inode] = file }
         }
     }
 
@@ -195,6 +212,7 @@ final class LocalFileFolder: Sendable {
         state.withLock { state in
             state.items.remove(inode)
             state.conflictCopies.remove(inode)
+            state.replaced(inode)
         }
         let path = path(of: inode)
         _ = try? await BlockingIO.run { unlink(path.string) }
@@ -216,26 +234,86 @@ final class LocalFileFolder: Sendable {
         state.withLock { $0.items.formUnion(inodes) }
     }
 
-    /// Copies the local content of `inode` as it is now into a snapshot for an upload, and returns
-    /// its path and size; the caller deletes it when the upload ends. Only for items the store
-    /// still holds: a missing content file is taken as empty.
+    /// Makes a snapshot of the local content of `inode` as it is now for an upload, and returns
+    /// its path and size; the caller gives it back with `discardSnapshot` when the upload ends.
+    /// Only for items the store still holds: a missing content file is taken as empty.
+    ///
+    /// When no one has the content open, the snapshot is a second name of its file (no bytes
+    /// copied), and the next open copies the content first (`unsharingTask`). Otherwise it is a
+    /// copy, as writes may come through the open descriptors at any time.
     func snapshot(_ inode: UInt64, tag: Int64) async throws -> (path: FilePath, size: UInt64) {
         let source = path(of: inode)
         let snapshot = uploads.appending("\(inode)-\(tag)")
+        // Linked first and published after: an open counted before the publication makes it a
+        // copy below, and one counted after it finds the content shared.
+        let linked = try await BlockingIO.run { () -> UInt64? in
+            unlink(snapshot.string)
+            guard link(source.string, snapshot.string) == 0 else { return nil }
+            var status = stat()
+            guard stat(snapshot.string, &status) == 0 else { throw Errno(rawValue: errno) }
+            return UInt64(status.st_size)
+        }
+        if let size = linked {
+            let published = state.withLock { state in
+                guard state.users[inode] == nil, state.writers[inode] == nil, state.items.contains(inode) else {
+                    return false
+                }
+                state.shared[inode] = snapshot
+                return true
+            }
+            if published { return (snapshot, size) }
+            unlink(snapshot.string)
+        }
         let size = try await BlockingIO.run {
             // A file made an instant ago may not have its content file yet: it is empty.
             let input = try FileDescriptor.open(
                 source, .readOnly, options: [.create, .closeOnExec], permissions: [.ownerReadWrite])
             defer { try? input.close() }
-            let output = try FileDescriptor.open(
-                snapshot, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
-            defer { try? output.close() }
             let size = UInt64(try input.seek(offset: 0, from: .end))
-            try self.checkRoom(for: size)
-            try Self.copy(from: input, to: output, size: size)
+            try self.copy(input, size: size, to: snapshot)
             return size
         }
         return (snapshot, size)
+    }
+
+    /// Deletes an upload's snapshot made by `snapshot`; its content is no longer shared.
+    func discardSnapshot(_ snapshot: FilePath, of inode: UInt64) {
+        state.withLock { state in
+            if state.shared[inode] == snapshot { state.shared[inode] = nil }
+        }
+        unlink(snapshot.string)
+    }
+
+    /// The copy that gives the content of `inode` a file of its own again while an upload's
+    /// snapshot names its file, so that an opener's writes cannot reach what is being sent; nil
+    /// when it is not shared. Openers that come meanwhile wait for the same copy. Called with the
+    /// state locked, in the section that counts the opener.
+    private func unsharingTask(_ inode: UInt64, in state: inout State) -> Task<Void, any Error>? {
+        if let running = state.unsharing[inode] { return running }
+        guard let snapshot = state.shared[inode] else { return nil }
+        let path = path(of: inode)
+        let partial = directory.appending("\(inode).partial")
+        let task = Task { [self] in
+            do {
+                try await BlockingIO.run {
+                    let input = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])
+                    defer { try? input.close() }
+                    try self.copy(
+                        input, size: UInt64(try input.seek(offset: 0, from: .end)), to: partial, durably: true)
+                    guard rename(partial.string, path.string) == 0 else { throw Errno(rawValue: errno) }
+                }
+            } catch {
+                unlink(partial.string)
+                self.state.withLock { $0.unsharing[inode] = nil }
+                throw error
+            }
+            self.state.withLock { state in
+                state.unsharing[inode] = nil
+                if state.shared[inode] == snapshot { state.shared[inode] = nil }
+            }
+        }
+        state.unsharing[inode] = task
+        return task
     }
 
     // MARK: Room
@@ -270,9 +348,15 @@ final class LocalFileFolder: Sendable {
 
     func isOpenForWriting(_ inode: UInt64) -> Bool { state.withLock { $0.writers[inode] != nil } }
 
-    /// Copies `size` bytes from the start of `source` to the start of `target`. The buffer is no
-    /// larger than the content: a small file's upload need not clear a megabyte.
-    private static func copy(from source: FileDescriptor, to target: FileDescriptor, size: UInt64) throws {
+    /// Copies the first `size` bytes of `source` into a new file at `target` (replacing what is
+    /// there), after checking the room for them; with `durably`, the copy is on disk before this
+    /// returns. The buffer is no larger than the content: a small file's upload need not clear a
+    /// megabyte.
+    private func copy(_ source: FileDescriptor, size: UInt64, to target: FilePath, durably: Bool = false) throws {
+        try checkRoom(for: size)
+        let output = try FileDescriptor.open(
+            target, .writeOnly, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
+        defer { try? output.close() }
         var buffer = [UInt8](repeating: 0, count: Int(min(size, 1 << 20)))
         var offset: UInt64 = 0
         while offset < size {
@@ -283,9 +367,10 @@ final class LocalFileFolder: Sendable {
             }
             guard count > 0 else { throw Errno(rawValue: EIO) }
             _ = try buffer.withUnsafeBytes {
-                try target.writeAll(toAbsoluteOffset: Int64(offset), UnsafeRawBufferPointer(rebasing: $0[..<count]))
+                try output.writeAll(toAbsoluteOffset: Int64(offset), UnsafeRawBufferPointer(rebasing: $0[..<count]))
             }
             offset += UInt64(count)
         }
+        if durably, fsync(output.rawValue) != 0 { throw Errno(rawValue: errno) }
     }
 }

@@ -243,7 +243,7 @@ final class Uploader: Sendable {
     private func send(_ change: PendingChange, of record: ItemRecord) async throws {
         var item = record.item
         var snapshot: FilePath?
-        defer { if let snapshot { unlink(snapshot.string) } }
+        defer { if let snapshot { localFiles.discardSnapshot(snapshot, of: record.inode) } }
         if item.kind == .file, change.isCreation || change.fields.contains(.contents) {
             // Deleted here since the journal was read: nothing to send.
             guard try await store.record(inode: record.inode) != nil else { return }

@@ -233,6 +233,40 @@ struct WriteTests {
         }
     }
 
+    /// An upload's snapshot of a content no one has open is the content's own file by a second
+    /// name (DECISIONS 96); an open meanwhile gives the content a copy of its own first, so
+    /// writes during the upload reach the next upload, not this one, and readers see them.
+    @Test func writesDuringAnUploadWaitForTheNextOne() async throws {
+        let remote = HalfwayRemote()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let before = [UInt8](repeating: 7, count: 3000)
+        let file = try await vfs.writeFile("big.bin", before)
+        while !remote.isHalfway { try await Task.sleep(for: .milliseconds(10)) }
+        let content = vfs.directory.appendingPathComponent("local/\(file.rawValue)").path
+        #expect(try links(of: content) == 2)
+
+        let fs = vfs.fileSystem
+        let reader = try await fs.open(inode: file, flags: O_RDONLY, context: vfs.context)
+        #expect(try links(of: content) == 1)
+        let writer = try await fs.open(inode: file, flags: O_WRONLY, context: vfs.context)
+        let after = [UInt8](repeating: 9, count: 1000)
+        _ = try await fs.write(inode: file, handle: writer.handle, offset: 0, bytes: after, context: vfs.context)
+        let read = try await fs.read(inode: file, handle: reader.handle, offset: 0, size: 4096, context: vfs.context)
+        let expected = after + before.dropFirst(1000)
+        // Compared whole, but printed short on failure.
+        #expect(try VFSHarness.bytes(of: read) == expected, "the reader sees the writer's bytes")
+        try await fs.flush(inode: file, handle: writer.handle, context: vfs.context)
+        try await fs.release(inode: file, handle: writer.handle, flags: 0)
+        try await fs.release(inode: file, handle: reader.handle, flags: 0)
+
+        remote.release()
+        try await vfs.waitForUploads()
+        #expect(remote.sent.first.map { $0 == before } == true, "the creation sends the bytes of its close")
+        #expect(remote.sent.last.map { $0 == expected } == true, "the next upload sends the later writes")
+        let uploaded = try #require(remote.inner.item(atPath: "big.bin"))
+        #expect(remote.inner.contents(of: uploaded.identifier).map { $0 == expected } == true)
+    }
+
     @Test func aChangeFinishesWhenItsCallerIsInterrupted() async throws {
         let vfs = try await VFSHarness.make(provider: try InMemoryProvider.docs())
         let context = vfs.context
@@ -246,4 +280,11 @@ struct WriteTests {
         let made = try await interrupted.value
         #expect(try await vfs.resolve("made").inode == made.inode)
     }
+}
+
+/// How many names the file at `path` has.
+private func links(of path: String) throws -> Int {
+    var status = stat()
+    guard stat(path, &status) == 0 else { throw Errno(rawValue: errno) }
+    return Int(status.st_nlink)
 }
