@@ -176,7 +176,11 @@ extension WebDAVProvider {
                 ((try FileManager.default.attributesOfItem(atPath: contents.path))[.size] as? NSNumber)?.int64Value ?? 0
             }
             let progress = UploadProgress.reporter(for: contents)
-            body = { .stream(FileChunks(url: contents, opened: opened, progress: progress), length: .known(size)) }
+            body = {
+                .stream(
+                    FileChunks(url: contents, length: UInt64(size), opened: opened, progress: progress),
+                    length: .known(size))
+            }
         case .file(nil):
             body = { .bytes(ByteBuffer()) }
         case .bytes(let bytes):
@@ -236,40 +240,61 @@ extension WebDAVProvider {
 struct FileChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let url: URL
+    /// The bytes to send, as the request's `Content-Length` says: no more are read.
+    let length: UInt64
     /// Where the opened file is registered, so the request's owner closes it in the end.
     let opened: OpenedFiles
     /// The engine's progress reporter for this file (`UploadProgress`), if any.
     let progress: (@Sendable (UInt64) -> Void)?
 
-    func makeAsyncIterator() -> Iterator { Iterator(url: url, opened: opened, progress: progress) }
+    /// The most each chunk holds.
+    static let size = 1 << 20
+
+    func makeAsyncIterator() -> Iterator { Iterator(url: url, length: length, opened: opened, progress: progress) }
 
     struct Iterator: AsyncIteratorProtocol {
         let url: URL
+        let length: UInt64
         let opened: OpenedFiles
         let progress: (@Sendable (UInt64) -> Void)?
         var handle: FileHandle?
+        var offset: UInt64 = 0
         var finished = false
 
-        init(url: URL, opened: OpenedFiles, progress: (@Sendable (UInt64) -> Void)?) {
+        init(url: URL, length: UInt64, opened: OpenedFiles, progress: (@Sendable (UInt64) -> Void)?) {
             self.url = url
+            self.length = length
             self.opened = opened
             self.progress = progress
         }
 
         mutating func next() async throws -> ByteBuffer? {
-            if finished { return nil }
+            let wanted = Int(Swift.min(length - offset, UInt64(FileChunks.size)))
+            if finished || wanted == 0 { return nil }
             if handle == nil {
                 let (url, opened) = (url, opened)
                 handle = try await BlockingIO.run { try opened.open(url) }
             }
-            let handle = handle!
-            let chunk = try await BlockingIO.run { try handle.read(upToCount: 1 << 20) ?? Data() }
-            if chunk.isEmpty {
+            let (descriptor, offset) = (handle!.fileDescriptor, offset)
+            // Read straight into the buffer the request sends: no Data in between.
+            let chunk = try await BlockingIO.run { () -> ByteBuffer in
+                var buffer = ByteBufferAllocator().buffer(capacity: wanted)
+                _ = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { space in
+                    while true {
+                        let count = pread(descriptor, space.baseAddress, wanted, off_t(offset))
+                        if count >= 0 { return count }
+                        guard errno == EINTR else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                    }
+                }
+                return buffer
+            }
+            if chunk.readableBytes == 0 {
                 finished = true
                 return nil
             }
-            progress?(UInt64(chunk.count))
-            return ByteBuffer(bytes: chunk)
+            self.offset += UInt64(chunk.readableBytes)
+            progress?(UInt64(chunk.readableBytes))
+            return chunk
         }
     }
 }
