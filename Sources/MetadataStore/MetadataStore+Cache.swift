@@ -46,7 +46,7 @@ extension MetadataStore {
     /// Pins `inode` and every item below it the store knows; items stored below it later are
     /// pinned as they arrive.
     public func pin(inode: UInt64) async throws {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(sql: Self.subtree + " INSERT OR IGNORE INTO pinned (inode) SELECT inode FROM tree")
                 .execute(arguments: [Int64(inode)])
         }
@@ -54,14 +54,14 @@ extension MetadataStore {
 
     /// Unpins `inode` and everything below it.
     public func unpin(inode: UInt64) async throws {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(sql: Self.subtree + " DELETE FROM pinned WHERE inode IN (SELECT inode FROM tree)")
                 .execute(arguments: [Int64(inode)])
         }
     }
 
     public func isPinned(inode: UInt64) async throws -> Bool {
-        try await writer.read { db in
+        try await database.read { db in
             try Bool.fetchOne(
                 db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM pinned WHERE inode = ?)"),
                 arguments: [Int64(inode)]) ?? false
@@ -70,7 +70,7 @@ extension MetadataStore {
 
     /// The identifiers of every pinned item (what eviction must keep).
     public func pinnedIdentifiers() async throws -> Set<ItemIdentifier> {
-        try await writer.read { db in
+        try await database.read { db in
             let identifiers = try String.fetchAll(
                 db.cachedStatement(sql: "SELECT item.identifier FROM pinned JOIN item USING (inode)"))
             return Set(identifiers.map { ItemIdentifier($0) })
@@ -79,7 +79,7 @@ extension MetadataStore {
 
     /// The bytes of the pinned files the store knows (what pins keep on this machine).
     public func pinnedBytes() async throws -> UInt64 {
-        try await writer.read { db in
+        try await database.read { db in
             let total = try Int64.fetchOne(
                 db.cachedStatement(
                     sql: "SELECT COALESCE(SUM(item.size), 0) FROM pinned JOIN item USING (inode) WHERE item.kind = ?"),
@@ -90,7 +90,7 @@ extension MetadataStore {
 
     /// Pinned items whose parent is not pinned: where the downloads of pins start again.
     public func pinnedRoots() async throws -> [UInt64] {
-        try await writer.read { db in
+        try await database.read { db in
             try Int64.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -107,7 +107,7 @@ extension MetadataStore {
     /// `inode` and every item below it that the store knows, each with its path relative to
     /// `inode` (empty for `inode` itself, bytes joined with `/`).
     public func subtree(of inode: UInt64) async throws -> [(record: ItemRecord, path: [UInt8])] {
-        try await writer.read { db in
+        try await database.read { db in
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: Self.subtree
@@ -122,7 +122,7 @@ extension MetadataStore {
     /// Files whose content lives in the local folder and has nothing left to send: eviction may
     /// delete these copies, since the remote has the same bytes.
     public func cleanLocalContents() async throws -> [ItemRecord] {
-        try await writer.read { db in
+        try await database.read { db in
             try ItemRecord.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -135,7 +135,7 @@ extension MetadataStore {
     /// Forgets that `inode`'s content is local, unless a change of it waits to be sent; true when
     /// forgotten.
     public func forgetCleanLocalContent(inode: UInt64) async throws -> Bool {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(
                 sql: """
                     DELETE FROM localContent WHERE inode = ?
@@ -151,7 +151,7 @@ extension MetadataStore {
     /// Records when cache files were last used, so that the order of eviction survives a remount.
     public func saveLastUsed(_ times: [Int64: Date]) async throws {
         guard !times.isEmpty else { return }
-        try await writer.write { db in
+        try await write { db in
             for (fileNumber, time) in times {
                 try db.cachedStatement(sql: "UPDATE content SET lastUsed = ? WHERE fileNumber = ?").execute(arguments: [
                     time.timeIntervalSince1970, fileNumber,

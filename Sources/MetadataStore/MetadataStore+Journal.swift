@@ -11,7 +11,7 @@ extension MetadataStore {
     /// lives in the local folder. A new directory is complete: it has no children anywhere yet.
     /// Nil when its folder has an item of that name already (checked in the same transaction).
     public func insertLocalItem(_ item: Item, fields: ItemFields) async throws -> ItemRecord? {
-        try await writer.write { db in
+        try await write { db in
             var item = item
             item.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
             let taken = try Bool.fetchOne(
@@ -43,7 +43,7 @@ extension MetadataStore {
     public func saveLocalChange(_ item: Item, inode: UInt64, fields: ItemFields, localContent: Bool = false)
         async throws -> ItemRecord?
     {
-        try await writer.write { db in
+        try await write { db in
             guard
                 var stored = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
@@ -65,7 +65,7 @@ extension MetadataStore {
     /// journalled, based on the version the store knew; with `toTrash`, as a move to the remote's
     /// trash.
     public func deleteLocally(inode: UInt64, toTrash: Bool = false) async throws {
-        try await writer.write { db in
+        try await write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
@@ -103,7 +103,7 @@ extension MetadataStore {
     /// The first `limit` of them: the uploader looks at the head of the journal only, so that a
     /// long journal costs the same to look at as a short one.
     public func pendingWork(limit: Int = Int(Int32.max)) async throws -> [PendingWork] {
-        try await writer.read { db in
+        try await database.read { db in
             let changes = try Array(
                 Row.fetchCursor(
                     db.cachedStatement(
@@ -126,7 +126,7 @@ extension MetadataStore {
 
     /// The pending change of an item, if any.
     public func pendingChange(inode: UInt64) async throws -> PendingChange? {
-        try await writer.read { db in
+        try await database.read { db in
             try PendingChange.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)])
         }
@@ -135,7 +135,7 @@ extension MetadataStore {
     /// How many journal entries wait, how many of them have failed at least once, and the bytes
     /// of the contents they will send.
     public func pendingTotals() async throws -> (pending: Int, failing: Int, bytes: UInt64) {
-        try await writer.read { db in
+        try await database.read { db in
             let row = try Row.fetchOne(
                 db.cachedStatement(
                     sql: """
@@ -151,7 +151,7 @@ extension MetadataStore {
 
     /// The first `limit` journal entries, in order, as `fpfs status` lists them.
     public func pendingSummary(limit: Int) async throws -> [PendingSummary] {
-        try await writer.read { db in
+        try await database.read { db in
             try PendingSummary.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -173,7 +173,7 @@ extension MetadataStore {
     public func beginSending(inode: UInt64, sequence: Int64) async throws
         -> (change: PendingChange, record: ItemRecord)?
     {
-        try await writer.write { db in
+        try await write { db in
             guard
                 let row = try Row.fetchOne(
                     db.cachedStatement(
@@ -195,7 +195,7 @@ extension MetadataStore {
     /// Changes made while it was sent stay pending. Returns false when the item was deleted here
     /// meanwhile.
     public func completeCreation(inode: UInt64, localIdentifier: ItemIdentifier, remote: Item) async throws -> Bool {
-        try await writer.write { db in
+        try await write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
@@ -216,7 +216,7 @@ extension MetadataStore {
     /// was deleted here meanwhile, its pending deletion is based on `remote` instead: the remote's
     /// new version is this change's own, not a conflict.
     public func completeModification(inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item) async throws {
-        try await writer.write { db in
+        try await write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
@@ -232,7 +232,7 @@ extension MetadataStore {
     /// Gives a known item the identifier and version the remote lists it under now (after a
     /// remote whose identifiers are paths moved its parent).
     public func reidentify(inode: UInt64, as remote: Item) async throws {
-        try await writer.write { db in
+        try await write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
@@ -244,7 +244,7 @@ extension MetadataStore {
     /// Turns a pending modification back into a creation: the remote lost the item (deleted it),
     /// and the local one must not be lost with it.
     public func recreateLater(inode: UInt64) async throws {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(
                 sql: """
                     UPDATE pendingChange SET isCreation = 1, fields = fields | sending, sending = 0, sequence = ?
@@ -257,7 +257,7 @@ extension MetadataStore {
     /// Puts the fields being sent back among the pending ones: of one item whose send must be
     /// tried again, or (nil) of every send a stopped daemon left unfinished.
     public func requeueSending(inode: UInt64? = nil) async throws {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(
                 sql: "UPDATE pendingChange SET fields = fields | sending, sending = 0 WHERE sending != 0"
                     + (inode == nil ? "" : " AND inode = ?")
@@ -266,7 +266,7 @@ extension MetadataStore {
     }
 
     public func completeDeletion(identifier: ItemIdentifier, sequence: Int64) async throws {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(sql: "DELETE FROM pendingDeletion WHERE identifier = ? AND sequence = ?").execute(
                 arguments: [identifier.rawValue, sequence])
         }
@@ -274,7 +274,7 @@ extension MetadataStore {
 
     /// Counts a failed attempt of a journal entry and keeps its message for `fpfs status`.
     public func recordUploadFailure(of work: PendingWork, message: String) async throws {
-        try await writer.write { db in
+        try await write { db in
             switch work {
             case .change(let change, _, _):
                 try db.cachedStatement(
@@ -295,12 +295,12 @@ extension MetadataStore {
 
     /// Notes that the content of `inode` now lives in the local folder.
     public func markLocalContent(inode: UInt64) async throws {
-        try await writer.write { db in try Self.noteLocalContent(inode: inode, in: db) }
+        try await write { db in try Self.noteLocalContent(inode: inode, in: db) }
     }
 
     /// The items whose content lives in the local folder, and whether each is a conflict copy.
     public func localContentItems() async throws -> [UInt64: Bool] {
-        try await writer.read { db in
+        try await database.read { db in
             var items: [UInt64: Bool] = [:]
             for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT inode, isConflictCopy FROM localContent")) {
                 items[UInt64(row["inode"] as Int64)] = row["isConflictCopy"]
@@ -312,7 +312,7 @@ extension MetadataStore {
     /// Stores a conflict copy the uploader made on the remote (`remote`), whose content is the
     /// local file the caller moves into place for the returned inode.
     public func insertConflictCopy(_ remote: Item) async throws -> ItemRecord {
-        try await writer.write { db in
+        try await write { db in
             let record = try Self.upsert(remote, in: db)
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO localContent (inode, isConflictCopy) VALUES (?, 1)")
                 .execute(arguments: [Int64(record.inode)])
@@ -323,7 +323,7 @@ extension MetadataStore {
     /// Replaces a local item with the remote's `remote` (the loser of a conflict): its content
     /// leaves the local folder and comes from the block cache again.
     public func replaceWithRemote(inode: UInt64, remote: Item) async throws -> ItemRecord {
-        try await writer.write { db in
+        try await write { db in
             var item = remote
             if let record = try ItemRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
@@ -342,7 +342,7 @@ extension MetadataStore {
     /// Forgets the aliases of identifiers replaced during an earlier mount: nothing holds the
     /// old ones any more.
     public func forgetIdentifierAliases() async throws {
-        try await writer.write { db in try db.cachedStatement(sql: "DELETE FROM identifierAlias").execute() }
+        try await write { db in try db.cachedStatement(sql: "DELETE FROM identifierAlias").execute() }
     }
 
     // MARK: Helpers

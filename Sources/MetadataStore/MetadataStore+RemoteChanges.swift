@@ -50,7 +50,7 @@ extension MetadataStore {
     public func applyRemoteChanges(
         updated: [Item], deleted: [ItemIdentifier], releaseLocalContent: @escaping @Sendable (UInt64) -> Bool
     ) async throws -> RemoteChangeOutcome {
-        try await writer.write { db in
+        try await write { db in
             var outcome = RemoteChangeOutcome()
             for identifier in deleted {
                 guard let record = try Self.record(identifier, in: db), record.inode != 1 else { continue }
@@ -82,7 +82,7 @@ extension MetadataStore {
     }
 
     private func storeListedTransaction(_ items: ArraySlice<Item>) async throws {
-        try await writer.write { db in
+        try await write { db in
             var changedHere = Set<String>()
             var namesHeld = Set<[UInt8]>()
             for row in try Row.fetchAll(
@@ -131,7 +131,7 @@ extension MetadataStore {
     /// The identifiers of every item the store holds that the remote gave (not the root, not items
     /// made here and not yet sent): what a full re-enumeration compares with the remote's list.
     public func remoteIdentifiers() async throws -> Set<ItemIdentifier> {
-        try await writer.read { db in
+        try await database.read { db in
             let rows = try String.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -144,7 +144,7 @@ extension MetadataStore {
 
     /// Where the journal stands: its clock, and whether anything waits in it.
     public func journalState() async throws -> JournalState {
-        try await writer.read { db in try Self.journalState(in: db) }
+        try await database.read { db in try Self.journalState(in: db) }
     }
 
     private static func journalState(in db: Database) throws -> JournalState {
@@ -162,7 +162,7 @@ extension MetadataStore {
     public func replaceListing(
         of directory: ItemIdentifier, with items: [Item], ifJournalAt sequence: Int64
     ) async throws -> Bool {
-        try await writer.write { db in
+        try await write { db in
             let now = try Self.journalState(in: db)
             guard now.sequence == sequence, now.isEmpty else { return false }
             for item in Self.inIndexOrder(items) { _ = try Self.upsert(item, in: db) }
@@ -174,7 +174,7 @@ extension MetadataStore {
     /// Marks listed folders stale, so that their next use lists them again.
     public func markListingsStale(_ directories: [ItemIdentifier]) async throws {
         guard !directories.isEmpty else { return }
-        try await writer.write { db in
+        try await write { db in
             for directory in directories {
                 try db.cachedStatement(
                     sql: "UPDATE directory SET isComplete = ? WHERE identifier = ? AND isComplete = ?"
@@ -188,7 +188,7 @@ extension MetadataStore {
     /// The folders whose listing the store holds, complete or stale (the root among them once
     /// listed).
     public func listedDirectories() async throws -> Set<ItemIdentifier> {
-        try await writer.read { db in
+        try await database.read { db in
             let rows = try String.fetchAll(
                 db.cachedStatement(sql: "SELECT identifier FROM directory WHERE isComplete != 0"))
             return Set(rows.map { ItemIdentifier($0) })

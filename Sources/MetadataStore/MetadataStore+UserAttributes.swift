@@ -10,7 +10,7 @@ import GRDB
 
 extension MetadataStore {
     public func userAttribute(inode: UInt64, name: String) async throws -> [UInt8]? {
-        try await writer.read { db in
+        try await database.read { db in
             try Data.fetchOne(
                 db.cachedStatement(sql: "SELECT value FROM userAttribute WHERE inode = ? AND name = ?"),
                 arguments: [Int64(inode), name]
@@ -19,7 +19,7 @@ extension MetadataStore {
     }
 
     public func userAttributeNames(inode: UInt64) async throws -> [String] {
-        try await writer.read { db in
+        try await database.read { db in
             try String.fetchAll(
                 db.cachedStatement(sql: "SELECT name FROM userAttribute WHERE inode = ? ORDER BY name"),
                 arguments: [Int64(inode)])
@@ -28,7 +28,7 @@ extension MetadataStore {
 
     /// Every user attribute of an item, as the uploader sends them.
     public func userAttributes(inode: UInt64) async throws -> [String: [UInt8]] {
-        try await writer.read { db in
+        try await database.read { db in
             var attributes: [String: [UInt8]] = [:]
             for row in try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT name, value FROM userAttribute WHERE inode = ?"),
@@ -46,7 +46,7 @@ extension MetadataStore {
     public func setUserAttribute(
         inode: UInt64, name: String, value: [UInt8], mustExist: Bool, mustBeNew: Bool
     ) async throws -> Bool {
-        try await writer.write { db in
+        try await write { db in
             let exists =
                 try Bool.fetchOne(
                     db.cachedStatement(sql: "SELECT 1 FROM userAttribute WHERE inode = ? AND name = ?"),
@@ -62,7 +62,7 @@ extension MetadataStore {
 
     /// Removes `name` and journals the change; false when it was not there.
     public func removeUserAttribute(inode: UInt64, name: String) async throws -> Bool {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(sql: "DELETE FROM userAttribute WHERE inode = ? AND name = ?").execute(arguments: [
                 Int64(inode), name,
             ])

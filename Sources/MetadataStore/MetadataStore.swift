@@ -13,8 +13,11 @@ import GRDB
 
 /// The SQLite store of one mount's metadata.
 public final class MetadataStore: Sendable {
-    let writer: any DatabaseWriter
+    /// The database; writes go through `write`, which knows what to do on a full disk.
+    let database: any DatabaseWriter
     private let itemChanges = ItemChangeCounter()
+    /// Room kept on the store's disk for its writes; nil in memory.
+    private let reserve: SpaceReserve?
 
     /// Moves whenever a committed transaction added, changed or removed items; read it before
     /// reading items to know later whether they may have changed since.
@@ -28,16 +31,38 @@ public final class MetadataStore: Sendable {
         // safe from a killed daemon (the durability contract), and only a power cut may lose the
         // last ones. FULL made every write-type operation wait for a disk flush.
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-        self.writer = try DatabasePool(path: file.path, configuration: configuration)
-        try Self.migrator.migrate(writer)
-        writer.add(transactionObserver: itemChanges, extent: .databaseLifetime)
+        var disk = statvfs()
+        let folder = file.deletingLastPathComponent()
+        let capacity = statvfs(folder.path, &disk) == 0 ? Int64(disk.f_blocks) * Int64(disk.f_frsize) : 0
+        self.reserve = SpaceReserve(
+            path: folder.appendingPathComponent("space-reserve").path, size: SpaceReserve.size(forDiskOf: capacity))
+        self.database = try DatabasePool(path: file.path, configuration: configuration)
+        try Self.migrator.migrate(database)
+        database.add(transactionObserver: itemChanges, extent: .databaseLifetime)
     }
 
     /// A store that lives in memory only, for tests.
     public init() throws {
-        self.writer = try DatabaseQueue()
-        try Self.migrator.migrate(writer)
-        writer.add(transactionObserver: itemChanges, extent: .databaseLifetime)
+        self.reserve = nil
+        self.database = try DatabaseQueue()
+        try Self.migrator.migrate(database)
+        database.add(transactionObserver: itemChanges, extent: .databaseLifetime)
+    }
+
+    /// Runs `updates` in a write transaction. When the disk is full the store's reserve is given
+    /// up and the transaction tried again, so that the journal still takes the deletions that free
+    /// the disk (SpaceReserve); the reserve is taken back once there is room.
+    func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            let result = try await database.write(updates)
+            if let reserve, !reserve.isHeld { try? await BlockingIO.run { reserve.takeIfRoom() } }
+            return result
+        } catch let error as DatabaseError
+            where error.resultCode == .SQLITE_FULL || error.extendedResultCode == .SQLITE_IOERR_SHMSIZE
+        {
+            guard let reserve, reserve.release() else { throw error }
+            return try await database.write(updates)
+        }
     }
 
     private static var migrator: DatabaseMigrator {
@@ -145,7 +170,7 @@ public final class MetadataStore: Sendable {
     /// Stores the root item under inode 1 (FUSE's root), whatever its identifier.
     @discardableResult
     public func saveRoot(_ item: Item) async throws -> ItemRecord {
-        try await writer.write { db in
+        try await write { db in
             let arguments = try item.databaseArguments()
             let columns = ItemRecord.columns.joined(separator: ", ")
             let updates = ItemRecord.columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
@@ -163,7 +188,7 @@ public final class MetadataStore: Sendable {
     @discardableResult
     public func upsert(_ items: [Item]) async throws -> [ItemRecord] {
         guard !items.isEmpty else { return [] }
-        return try await writer.write { db in try items.map { try Self.upsert($0, in: db) } }
+        return try await write { db in try items.map { try Self.upsert($0, in: db) } }
     }
 
     static let placeholders = Array(repeating: "?", count: ItemRecord.columns.count).joined(separator: ", ")
@@ -189,14 +214,14 @@ public final class MetadataStore: Sendable {
     }
 
     public func record(inode: UInt64) async throws -> ItemRecord? {
-        try await writer.read { db in
+        try await database.read { db in
             try ItemRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
         }
     }
 
     public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
-        try await writer.read { db in
+        try await database.read { db in
             try ItemRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"),
                 arguments: [try Self.resolve(identifier, in: db)])
@@ -205,7 +230,7 @@ public final class MetadataStore: Sendable {
 
     /// The child of `parent` called `name`, if the store knows one.
     public func child(of parent: ItemIdentifier, named name: Filename) async throws -> ItemRecord? {
-        try await writer.read { db in
+        try await database.read { db in
             try ItemRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?"),
                 arguments: [try Self.resolve(parent, in: db), Data(name.bytes)])
@@ -214,7 +239,7 @@ public final class MetadataStore: Sendable {
 
     /// The children of `parent` the store knows, in name order (bytewise).
     public func children(of parent: ItemIdentifier) async throws -> [ItemRecord] {
-        try await writer.read { db in
+        try await database.read { db in
             try ItemRecord.fetchAll(
                 db.cachedStatement(
                     sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename"),
@@ -224,14 +249,14 @@ public final class MetadataStore: Sendable {
 
     /// How many items the store knows.
     public func itemCount() async throws -> Int {
-        try await writer.read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM item")) ?? 0 }
+        try await database.read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM item")) ?? 0 }
     }
 
     // MARK: Directories
 
     /// Whether the store holds a listing of `directory`, and whether it is to be refreshed.
     public func listingState(of directory: ItemIdentifier) async throws -> ListingState {
-        try await writer.read { db in
+        try await database.read { db in
             let value = try Int.fetchOne(
                 db.cachedStatement(sql: "SELECT isComplete FROM directory WHERE identifier = ?"),
                 arguments: [try Self.resolve(directory, in: db)])
@@ -243,7 +268,7 @@ public final class MetadataStore: Sendable {
     /// no longer has are removed (unless they have local changes the remote has not seen), and the
     /// directory is marked complete.
     public func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>) async throws {
-        try await writer.write { db in try Self.completeListing(of: directory, seen: seen, in: db) }
+        try await write { db in try Self.completeListing(of: directory, seen: seen, in: db) }
     }
 
     static func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>, in db: Database) throws {
@@ -269,13 +294,13 @@ public final class MetadataStore: Sendable {
 
     /// Every cache file the store knows of.
     public func contentRecords() async throws -> [ContentRecord] {
-        try await writer.read { db in try ContentRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM content")) }
+        try await database.read { db in try ContentRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM content")) }
     }
 
     /// The first cache file number never handed out: file numbers stay unique over the store's
     /// lifetime, also those of contents since forgotten.
     public func nextContentFileNumber() async throws -> Int64 {
-        try await writer.read { db in
+        try await database.read { db in
             let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'content'")
             return (used ?? 0) + 1
         }
@@ -285,7 +310,7 @@ public final class MetadataStore: Sendable {
     /// `nextContentFileNumber` and its successors), replacing what was recorded for the item
     /// before. Returns the record it replaced, whose file is stale.
     public func beginContent(_ record: ContentRecord) async throws -> ContentRecord? {
-        try await writer.write { db in
+        try await write { db in
             let old = try ContentRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM content WHERE identifier = ?"),
                 arguments: [record.identifier.rawValue])
@@ -308,7 +333,7 @@ public final class MetadataStore: Sendable {
 
     /// Records which blocks of a cache file are safely on disk.
     public func savePresentBlocks(fileNumber: Int64, presentBlocks: [UInt8]) async throws {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(sql: "UPDATE content SET presentBlocks = ?, lastUsed = ? WHERE fileNumber = ?")
                 .execute(arguments: [Data(presentBlocks), Date().timeIntervalSince1970, fileNumber])
         }
@@ -316,7 +341,7 @@ public final class MetadataStore: Sendable {
 
     /// Forgets a cache file.
     public func removeContent(fileNumber: Int64) async throws {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(sql: "DELETE FROM content WHERE fileNumber = ?").execute(arguments: [fileNumber])
         }
     }
@@ -324,13 +349,13 @@ public final class MetadataStore: Sendable {
     // MARK: Settings
 
     public func setting(_ key: String) async throws -> String? {
-        try await writer.read { db in
+        try await database.read { db in
             try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM setting WHERE key = ?"), arguments: [key])
         }
     }
 
     public func setSetting(_ key: String, to value: String) async throws {
-        try await writer.write { db in
+        try await write { db in
             try db.cachedStatement(
                 sql:
                     "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"

@@ -1,5 +1,6 @@
 import FileProviderKit
 import Foundation
+import MetadataStore
 import Synchronization
 import SystemPackage
 
@@ -320,8 +321,8 @@ final class LocalFileFolder: Sendable {
 
     /// Fails with ENOSPC when writing `bytes` more would eat into the reserve the store and the
     /// journal need: so that on a full disk a write is refused cleanly, while deleting files
-    /// (which needs a journal entry) still works. The reserve is 2% of the disk, from 8 MiB (what
-    /// SQLite's write-ahead log may grow to between checkpoints) to 64 MiB.
+    /// (which needs a journal entry) still works. The reserve is the size of the store's own
+    /// (`SpaceReserve.size`), kept free besides it.
     func ensureRoom(for bytes: UInt64) async throws {
         try await BlockingIO.run { try self.checkRoom(for: bytes) }
     }
@@ -331,7 +332,7 @@ final class LocalFileFolder: Sendable {
         var disk = statvfs()
         guard statvfs(directory.string, &disk) == 0 else { return }
         let unit = UInt64(disk.f_frsize)
-        let reserve = min(max(UInt64(disk.f_blocks) * unit / 50, 8 << 20), 64 << 20)
+        let reserve = UInt64(SpaceReserve.size(forDiskOf: Int64(UInt64(disk.f_blocks) * unit)))
         guard UInt64(disk.f_bavail) * unit >= bytes + reserve else { throw Errno.noSpace }
     }
 
