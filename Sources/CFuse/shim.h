@@ -107,6 +107,60 @@ static inline int cfuse_backing_close(int device, uint32_t backing_id) {
     return ioctl(device, _IOW(229, 2, uint32_t), &backing_id);
 }
 
+/// fuse_attr and fuse_entry_out of the kernel's protocol, for the create reply built below.
+struct cfuse_attr {
+    uint64_t ino, size, blocks, atime, mtime, ctime;
+    uint32_t atimensec, mtimensec, ctimensec, mode, nlink, uid, gid, rdev, blksize, flags;
+};
+
+struct cfuse_entry_out {
+    uint64_t nodeid, generation, entry_valid, attr_valid;
+    uint32_t entry_valid_nsec, attr_valid_nsec;
+    struct cfuse_attr attr;
+};
+
+/// Splits a timeout in seconds as the kernel takes it (whole seconds, nanoseconds).
+static inline void cfuse_timeout(double seconds, uint64_t *whole, uint32_t *nanoseconds) {
+    if (seconds < 0) seconds = 0;
+    *whole = (uint64_t)seconds;
+    *nanoseconds = (uint32_t)((seconds - (double)*whole) * 1.0e9);
+}
+
+/// fuse_reply_create with FOPEN_PASSTHROUGH and a backing id: the entry as libfuse's
+/// fuse_reply_create fills it, then the open reply of cfuse_reply_open_passthrough.
+static inline int cfuse_reply_create_passthrough(fuse_req_t req, const struct fuse_entry_param *e,
+                                                 const struct fuse_file_info *fi, int32_t backing_id) {
+    struct {
+        struct cfuse_entry_out entry;
+        struct cfuse_open_out open;
+    } out;
+    memset(&out, 0, sizeof out);
+    out.entry.nodeid = e->ino;
+    out.entry.generation = e->generation;
+    cfuse_timeout(e->entry_timeout, &out.entry.entry_valid, &out.entry.entry_valid_nsec);
+    cfuse_timeout(e->attr_timeout, &out.entry.attr_valid, &out.entry.attr_valid_nsec);
+    const struct stat *st = &e->attr;
+    out.entry.attr.ino = st->st_ino;
+    out.entry.attr.mode = st->st_mode;
+    out.entry.attr.nlink = st->st_nlink;
+    out.entry.attr.uid = st->st_uid;
+    out.entry.attr.gid = st->st_gid;
+    out.entry.attr.rdev = st->st_rdev;
+    out.entry.attr.size = st->st_size;
+    out.entry.attr.blksize = st->st_blksize;
+    out.entry.attr.blocks = st->st_blocks;
+    out.entry.attr.atime = st->st_atim.tv_sec;
+    out.entry.attr.mtime = st->st_mtim.tv_sec;
+    out.entry.attr.ctime = st->st_ctim.tv_sec;
+    out.entry.attr.atimensec = st->st_atim.tv_nsec;
+    out.entry.attr.mtimensec = st->st_mtim.tv_nsec;
+    out.entry.attr.ctimensec = st->st_ctim.tv_nsec;
+    out.open.fh = fi->fh;
+    out.open.open_flags = CFUSE_FOPEN_PASSTHROUGH;
+    out.open.backing_id = backing_id;
+    return fuse_reply_buf(req, (const char *)&out, sizeof out);
+}
+
 /// fuse_reply_open with FOPEN_PASSTHROUGH and a backing id, and FOPEN_DIRECT_IO when `direct_io`
 /// (reads and writes still come to the daemon; only mmap uses the backing file).
 static inline int cfuse_reply_open_passthrough(fuse_req_t req, const struct fuse_file_info *fi, int32_t backing_id,

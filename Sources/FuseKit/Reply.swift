@@ -52,11 +52,16 @@ struct Reply: ~Copyable {
         send { fuse_reply_entry($0, &parameters) }
     }
 
-    /// `open.backing` is not sent: a new file has no other handle that would need it.
+    /// A new file's handle passes through when `open.backing` names a backing file (its writes
+    /// and reads go to that file); direct I/O with a backing file is never asked for here.
     consuming func create(_ entry: Entry, _ open: OpenReply) {
         var parameters = entry.parameters
         var info = open.fileInfo
-        send { fuse_reply_create($0, &parameters, &info) }
+        if let backing = open.backing {
+            send { cfuse_reply_create_passthrough($0, &parameters, &info, backing.rawValue) }
+        } else {
+            send { fuse_reply_create($0, &parameters, &info) }
+        }
     }
 
     consuming func attributes(_ reply: AttributesReply) {

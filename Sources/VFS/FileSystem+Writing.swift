@@ -26,8 +26,15 @@ extension FileSystem {
             self.localFiles.beginWriting(record.inode)
             let readAhead = ReadAheadWindow(
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
-            // A new inode has no other handle: this one reads and writes through requests.
-            let opening = self.passthrough.open(inode: record.inode, candidate: nil)
+            // A new inode has no other handle, and its creation journals its contents: the kernel
+            // may write its local content itself (DECISIONS 98).
+            let descriptor = FileDescriptor(rawValue: local.fileDescriptor)
+            let opening = self.passthrough.open(
+                inode: record.inode, candidate: PassthroughFiles.Candidate(file: descriptor, content: .local))
+            if case .passthrough = opening {
+                self.passthrough.startWriting(record.inode, local: descriptor)
+                self.statistics.update { $0.reads.passthroughCreations += 1 }
+            }
             let file = OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true, opening: opening)
             // The creation journalled the contents already: the first write needs no entry of its
             // own, and the size is saved when the handle is flushed (if anything was written).
@@ -231,6 +238,12 @@ extension FileSystem {
     /// Saves what a handle's writes changed (size, time) in the store, and lets the uploader know.
     func saveWrites(of file: OpenFile, inode: InodeNumber) async throws {
         guard file.takeUnsavedWrites() || file.writesUnseen else { return }
+        if file.writesThroughKernel, let written = passthrough.writtenStatus(of: inode.rawValue, seen: true) {
+            try await changeInMemory(inode) { item in
+                item.size = written.size
+                if let modified = written.modification { item.contentModificationDate = modified }
+            }
+        }
         let record = try await record(inode)
         try await store.saveLocalChange(
             record.item, inode: record.inode, fields: [.contents, .contentModificationDate])
@@ -292,6 +305,8 @@ extension FileSystem {
             // Owners: remotes have none; every item shows the mounting user (DECISIONS). Access
             // times are not kept.
             if !fields.isEmpty {
+                // What the kernel wrote itself so far is older than this change's time.
+                _ = self.passthrough.writtenStatus(of: record.inode, seen: true)
                 record = try await self.saveChange(of: record.inode, fields: fields) { item in
                     if let size = changes.size {
                         item.size = size
@@ -322,6 +337,7 @@ extension FileSystem {
     /// Applies `change` to the item at `inode` where getattr reads it: in the node table, atomically,
     /// while the kernel holds the inode; otherwise to a copy of the store's record, which the
     /// caller saves.
+    @discardableResult
     private func changeInMemory(_ inode: InodeNumber, _ change: (inout Item) -> Void) async throws -> ItemRecord {
         if let updated = nodes.update(inode, change) { return updated }
         var record = try await keptRecord(inode)

@@ -402,7 +402,10 @@ public final class FileSystem: FileSystemOperations {
             Task { await kernel.invalidateContent(of: inode) }
         }
         try await answering {
-            defer { if file.isWritable { self.localFiles.endWriting(file.record.inode) } }
+            defer {
+                if file.writesThroughKernel { self.passthrough.stopWriting(file.record.inode) }
+                if file.isWritable { self.localFiles.endWriting(file.record.inode) }
+            }
             try await self.saveWrites(of: file, inode: inode)
         }
         if file.isWritable { uploader.wake() }
@@ -594,7 +597,13 @@ public final class FileSystem: FileSystemOperations {
     }
 
     func attributes(of record: ItemRecord) -> FileAttributes {
-        let item = record.item
+        var item = record.item
+        // While the kernel writes the file itself, only the file knows its size (and its time,
+        // once written since the daemon last saved it).
+        if item.kind == .file, let written = passthrough.writtenStatus(of: record.inode) {
+            item.size = written.size
+            if let modified = written.modification { item.contentModificationDate = modified }
+        }
         let type: FuseKit.FileType =
             switch item.kind {
             case .file: .regular

@@ -4,6 +4,10 @@ import Logging
 import Synchronization
 import SystemPackage
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Decides, per open, whether the kernel reads a file's cache file itself (FUSE passthrough)
 /// instead of sending the daemon a request per read, and keeps the kernel's rules while doing so.
 ///
@@ -70,6 +74,10 @@ final class PassthroughFiles: Sendable {
         var inodes: [UInt64: InodeMode] = [:]
         /// Inodes that had a handle without a backing file since the kernel last forgot them.
         var pagesInKernel: Set<UInt64> = []
+        /// Local contents the kernel writes for a passthrough writer, by inode: the writer's
+        /// descriptor to read their size and time from, and the time the daemon last saw. One
+        /// writer at most per inode: only a creation's handle writes through the kernel.
+        var written: [UInt64: (descriptor: FileDescriptor, seenModification: Timestamp)] = [:]
     }
 
     private let state = Mutex(State())
@@ -114,6 +122,42 @@ final class PassthroughFiles: Sendable {
             guard case .passthrough(_, let content, _) = state.inodes[inode] else { return nil }
             return content
         }
+    }
+
+    /// A writer of `inode` passes through: the kernel writes `local` (its local content, open as
+    /// long as the writer is) without telling the daemon, so its size and time come from there.
+    func startWriting(_ inode: UInt64, local: FileDescriptor) {
+        let modification = Self.status(of: local).map(\.modification) ?? .now
+        state.withLock { $0.written[inode] = (local, modification) }
+    }
+
+    /// The writer that passed through is gone.
+    func stopWriting(_ inode: UInt64) {
+        state.withLock { _ = $0.written.removeValue(forKey: inode) }
+    }
+
+    /// The size of `inode`'s content as the kernel wrote it, and its modification time when the
+    /// kernel wrote since the daemon last saw (`seen`); nil while no writer passes through.
+    /// With `seen`, the time read now counts as seen.
+    func writtenStatus(of inode: UInt64, seen: Bool = false) -> (size: UInt64, modification: Timestamp?)? {
+        state.withLock { state in
+            guard let written = state.written[inode], let status = Self.status(of: written.descriptor) else {
+                return nil
+            }
+            let modified = status.modification != written.seenModification ? status.modification : nil
+            if seen { state.written[inode] = (written.descriptor, status.modification) }
+            return (status.size, modified)
+        }
+    }
+
+    /// `fstat` of an open local content: brief, as the file is open and on a local disk.
+    private static func status(of file: FileDescriptor) -> (size: UInt64, modification: Timestamp)? {
+        var status = stat()
+        guard fstat(file.rawValue, &status) == 0 else { return nil }
+        return (
+            UInt64(status.st_size),
+            Timestamp(seconds: Int64(status.st_mtim.tv_sec), nanoseconds: UInt32(status.st_mtim.tv_nsec))
+        )
     }
 
     /// The kernel forgot `inode`, and with it every page it cached of the file.

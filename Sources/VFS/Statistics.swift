@@ -22,6 +22,8 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
         /// Opens whose reads the kernel answers from the cache file itself (FUSE passthrough):
         /// those reads are not counted above.
         public var passthroughOpens = 0
+        /// Files created whose handle the kernel reads and writes itself, on the local content.
+        public var passthroughCreations = 0
     }
 
     public struct Listings: Sendable, Codable, Hashable {

@@ -92,7 +92,8 @@ struct StatusReport: Codable {
                 + "\(fetches.started) started, \(fetches.failed) failed, \(Self.bytes(fetches.bytes)) received"
                 + (rates.map { ", now \($0.down)" } ?? ""),
             "  reads:      \(reads.fromCache) from local bytes (\(reads.blocksFromCache) blocks), "
-                + "\(reads.waited) waited for the remote, \(reads.passthroughOpens) opens read by the kernel itself",
+                + "\(reads.waited) waited for the remote, \(reads.passthroughOpens) opens read by the kernel itself, "
+                + "\(reads.passthroughCreations) new files written by it",
             "  listings:   \(listings.directories) directories, \(listings.pages) pages",
             "  cached:     \(Self.bytes(cache.bytes))"
                 + (cache.bound.map { " of at most \(Self.bytes($0)) (--cache-size)" } ?? "")

@@ -9,7 +9,7 @@ extension MountTests {
     /// FUSE passthrough through the real binary (the tests run as root on a kernel that has it):
     /// the kernel reads complete local files itself, and a writer or a remote change meanwhile
     /// still gives every handle the bytes it should see.
-    @Suite("Passthrough reads")
+    @Suite("Passthrough reads and new files' writes")
     struct PassthroughMountTests {
         static let first = "the first version\n"
 
@@ -91,6 +91,53 @@ extension MountTests {
                 try await mount.sync()
                 #expect(try String(contentsOfFile: remote.scratch.remote + "/file.txt", encoding: .utf8) == expected)
             }
+        }
+
+        @Test(
+            "a new file is written by the kernel itself: its size shows while it is written, and its bytes, size and time reach the remote",
+            arguments: [WritableRemote.Kind.folder, .apache])
+        func newFileIsWrittenByTheKernel(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(kind) { remote, mount in
+                let path = mount.path("new.bin")
+                let before = try await mount.status()
+                let writer = try Self.open(path, O_WRONLY | O_CREAT | O_EXCL)
+                let chunk = [UInt8](repeating: UInt8(ascii: "Z"), count: 1 << 20)
+                for index in 0..<3 { #expect(pwrite(writer, chunk, chunk.count, off_t(index << 20)) == chunk.count) }
+                #expect(try await mount.status().reads.passthroughCreations == before.reads.passthroughCreations + 1)
+                #expect(Self.size(of: path) == 3 << 20, "stat sees what the kernel wrote")
+                let reader = try Self.open(path, O_RDONLY)
+                #expect(Self.read(reader, count: 4, at: 2 << 20) == "ZZZZ")
+                close(reader)
+
+                // Through the daemon (setattr) while the kernel writes: a size, then the time
+                // `cp -p` gives, which the close must keep.
+                let size = (2 << 20) + 5
+                #expect(ftruncate(writer, off_t(size)) == 0)
+                #expect(Self.size(of: path) == size)
+                let time = timespec(tv_sec: 1_000_000_000, tv_nsec: 0)
+                var times = [time, time]
+                #expect(futimens(writer, &times) == 0)
+                #expect(close(writer) == 0)
+                var status = stat()
+                #expect(stat(path, &status) == 0)
+                #expect(status.st_size == size)
+                #expect(status.st_mtim.tv_sec == 1_000_000_000)
+
+                try await mount.sync()
+                let uploaded = try Data(contentsOf: URL(fileURLWithPath: remote.scratch.remote + "/new.bin"))
+                #expect(uploaded.count == size)
+                #expect(uploaded.allSatisfy { $0 == UInt8(ascii: "Z") })
+                if kind == .folder {
+                    #expect(stat(remote.scratch.remote + "/new.bin", &status) == 0)
+                    #expect(status.st_mtim.tv_sec == 1_000_000_000, "the folder remote keeps the time")
+                }
+            }
+        }
+
+        /// The size `stat` gives for `path`, or -1.
+        static func size(of path: String) -> Int {
+            var status = stat()
+            return stat(path, &status) == 0 ? Int(status.st_size) : -1
         }
 
         @Test("after a remote change, a handle the kernel reads itself keeps its version and a new one reads the new")
