@@ -237,12 +237,19 @@ extension FileSystem {
 
     /// Saves what a handle's writes changed (size, time) in the store, and lets the uploader know.
     func saveWrites(of file: OpenFile, inode: InodeNumber) async throws {
-        guard file.takeUnsavedWrites() || file.writesUnseen else { return }
-        if file.writesThroughKernel, let written = passthrough.writtenStatus(of: inode.rawValue, seen: true) {
+        if file.writesThroughKernel {
+            // The creation's journal entry holds the contents until the last writer is gone, so
+            // only a size or time the kernel changed since the last save needs saving.
+            guard let written = passthrough.writtenStatus(of: inode.rawValue, seen: true) else { return }
+            var changed = written.modification != nil
             try await changeInMemory(inode) { item in
+                changed = changed || item.size != written.size
                 item.size = written.size
                 if let modified = written.modification { item.contentModificationDate = modified }
             }
+            guard changed else { return }
+        } else {
+            guard file.takeUnsavedWrites() || file.writesUnseen else { return }
         }
         let record = try await record(inode)
         try await store.saveLocalChange(
