@@ -31,10 +31,7 @@ extension FileSystem {
             let descriptor = FileDescriptor(rawValue: local.fileDescriptor)
             let opening = self.passthrough.open(
                 inode: record.inode, candidate: PassthroughFiles.Candidate(file: descriptor, content: .local))
-            if case .passthrough = opening {
-                self.passthrough.startWriting(record.inode, local: descriptor)
-                self.statistics.update { $0.reads.passthroughCreations += 1 }
-            }
+            if opening.passesThrough { self.startWritingThroughKernel(record.inode, local: local) }
             let file = OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true, opening: opening)
             // The creation journalled the contents already: the first write needs no entry of its
             // own, and the size is saved when the handle is flushed (if anything was written).
@@ -42,6 +39,13 @@ extension FileSystem {
             let handle = self.openFiles.insert(file)
             return (self.entry(for: record), file.reply(handle, olderVersionOpen: false))
         }
+    }
+
+    /// A writer's handle passes through: its size and time come from its local content from now
+    /// on (`PassthroughFiles.writtenStatus`).
+    private func startWritingThroughKernel(_ inode: UInt64, local: LocalFile) {
+        passthrough.startWriting(inode, local: FileDescriptor(rawValue: local.fileDescriptor))
+        statistics.update { $0.reads.passthroughWriters += 1 }
     }
 
     public func mknod(parent: InodeNumber, name: [UInt8], mode: UInt32, device: UInt64, context: RequestContext)
@@ -139,13 +143,23 @@ extension FileSystem {
         if isWritable { localFiles.beginWriting(record.inode) }
         do {
             let local = try await makeLocal(record, keepingBytes: !truncating, context: context)
-            if truncating, try await local.size() > 0 {
+            var opening = opening
+            if truncating, isWritable {
+                let descriptor = FileDescriptor(rawValue: local.fileDescriptor)
+                opening = passthrough.settle(
+                    inode: record.inode, opening,
+                    candidate: PassthroughFiles.Candidate(file: descriptor, content: .local))
+            }
+            let writesThroughKernel = isWritable && opening.passesThrough
+            // Journalled here when the kernel writes: the daemon sees none of the writes.
+            if truncating, try await local.size() > 0 || writesThroughKernel {
                 try await local.truncate(to: 0)
                 try await saveChange(of: record.inode, fields: [.contents, .contentModificationDate]) {
                     $0.size = 0
                     $0.contentModificationDate = .now
                 }
             }
+            if writesThroughKernel { startWritingThroughKernel(record.inode, local: local) }
             return OpenFile(
                 record: record, readAhead: readAhead, local: local, isWritable: isWritable,
                 bypassesPageCache: opening.backing != nil, opening: opening)

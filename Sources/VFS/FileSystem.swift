@@ -259,7 +259,12 @@ public final class FileSystem: FileSystemOperations {
             let olderOpen = self.openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
             let file: OpenFile
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
-                let opening = self.passthrough.open(inode: record.inode, candidate: nil)
+                // A truncating writer journals the contents at open, so the kernel may write for
+                // it as for a creation (DECISIONS 98), once its local content is ready.
+                let opening =
+                    flags & O_TRUNC != 0 && flags & O_ACCMODE != O_RDONLY
+                    ? self.passthrough.openWriter(inode: record.inode)
+                    : self.passthrough.open(inode: record.inode, candidate: nil)
                 do {
                     file = try await self.openForWriting(
                         record, flags: flags, readAhead: readAhead, opening: opening, context: context)
@@ -361,7 +366,7 @@ public final class FileSystem: FileSystemOperations {
     }
 
     private func countPassthrough(_ opening: PassthroughFiles.Opening) {
-        if case .passthrough = opening { statistics.update { $0.reads.passthroughOpens += 1 } }
+        if opening.passesThrough { statistics.update { $0.reads.passthroughOpens += 1 } }
     }
 
     /// Opens the cached content of a handle with nothing local yet in the background, so that the

@@ -60,10 +60,7 @@ final class OpenFile: Sendable {
 
     /// A writer whose writes the kernel makes itself, on the local content: none reaches the
     /// daemon (`FileSystem.create`).
-    var writesThroughKernel: Bool {
-        guard isWritable, case .passthrough = opening else { return false }
-        return true
-    }
+    var writesThroughKernel: Bool { isWritable && opening.passesThrough }
 
     /// True when this handle reads the content version `record` has now.
     func isOf(_ record: ItemRecord) -> Bool { self.record.item.version.content == record.item.version.content }

@@ -49,6 +49,11 @@ final class PassthroughFiles: Sendable {
             case .passthrough(let id), .directIO(let id): id
             }
         }
+
+        /// Whether the kernel reads (and writes) this handle's backing file itself.
+        var passesThrough: Bool {
+            if case .passthrough = self { true } else { false }
+        }
     }
 
     /// The file a backing file is: a version's complete cache file, or the inode's local content.
@@ -74,6 +79,8 @@ final class PassthroughFiles: Sendable {
         var inodes: [UInt64: InodeMode] = [:]
         /// Inodes that had a handle without a backing file since the kernel last forgot them.
         var pagesInKernel: Set<UInt64> = []
+        /// Inodes whose one handle, a truncating writer, waits for its content (`openWriter`).
+        var settling: Set<UInt64> = []
         /// Local contents the kernel writes for a passthrough writer, by inode: the writer's
         /// descriptor to read their size and time from, and the time the daemon last saw. One
         /// writer at most per inode: only a creation's handle writes through the kernel.
@@ -113,6 +120,36 @@ final class PassthroughFiles: Sendable {
                 state.pagesInKernel.insert(inode)
                 return .requests
             }
+        }
+    }
+
+    /// How a truncating writer of `inode` opens before its local content is ready: as `open`
+    /// without a candidate, except that a writer alone on an inode the kernel holds no pages of
+    /// is held open by requests until `settle` says whether it passes through after all.
+    func openWriter(inode: UInt64) -> Opening {
+        let alone = state.withLock { state in
+            guard state.inodes[inode] == nil, !state.pagesInKernel.contains(inode) else { return false }
+            state.inodes[inode] = .requests(handles: 1)
+            state.settling.insert(inode)
+            return true
+        }
+        return alone ? .requests : open(inode: inode, candidate: nil)
+    }
+
+    /// Ends the wait `openWriter` began: the writer passes through to `candidate` (its local
+    /// content, now ready) if it is still the inode's only handle and no other handle came and
+    /// went meanwhile; otherwise it keeps `opening`.
+    func settle(inode: UInt64, _ opening: Opening, candidate: Candidate) -> Opening {
+        state.withLock { state in
+            guard state.settling.remove(inode) != nil else { return opening }
+            if case .requests(handles: 1) = state.inodes[inode], !state.pagesInKernel.contains(inode),
+                let id = register(candidate.file, in: &state)
+            {
+                state.inodes[inode] = .passthrough(id, candidate.content, handles: 1)
+                return .passthrough(id)
+            }
+            state.pagesInKernel.insert(inode)
+            return opening
         }
     }
 
@@ -171,6 +208,7 @@ final class PassthroughFiles: Sendable {
             switch state.inodes[inode] {
             case .requests(let handles):
                 state.inodes[inode] = handles > 1 ? .requests(handles: handles - 1) : nil
+                if handles == 1 { state.settling.remove(inode) }
                 return nil
             case .passthrough(let id, let content, let handles):
                 guard handles == 1 else {

@@ -22,8 +22,9 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
         /// Opens whose reads the kernel answers from the cache file itself (FUSE passthrough):
         /// those reads are not counted above.
         public var passthroughOpens = 0
-        /// Files created whose handle the kernel reads and writes itself, on the local content.
-        public var passthroughCreations = 0
+        /// Writers (of new files, or truncating) whose writes the kernel makes itself, on the
+        /// local content.
+        public var passthroughWriters = 0
     }
 
     public struct Listings: Sendable, Codable, Hashable {

@@ -93,7 +93,7 @@ struct StatusReport: Codable {
                 + (rates.map { ", now \($0.down)" } ?? ""),
             "  reads:      \(reads.fromCache) from local bytes (\(reads.blocksFromCache) blocks), "
                 + "\(reads.waited) waited for the remote, \(reads.passthroughOpens) opens read by the kernel itself, "
-                + "\(reads.passthroughCreations) new files written by it",
+                + "\(reads.passthroughWriters) writers through it",
             "  listings:   \(listings.directories) directories, \(listings.pages) pages",
             "  cached:     \(Self.bytes(cache.bytes))"
                 + (cache.bound.map { " of at most \(Self.bytes($0)) (--cache-size)" } ?? "")

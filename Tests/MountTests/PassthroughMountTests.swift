@@ -103,7 +103,7 @@ extension MountTests {
                 let writer = try Self.open(path, O_WRONLY | O_CREAT | O_EXCL)
                 let chunk = [UInt8](repeating: UInt8(ascii: "Z"), count: 1 << 20)
                 for index in 0..<3 { #expect(pwrite(writer, chunk, chunk.count, off_t(index << 20)) == chunk.count) }
-                #expect(try await mount.status().reads.passthroughCreations == before.reads.passthroughCreations + 1)
+                #expect(try await mount.status().reads.passthroughWriters == before.reads.passthroughWriters + 1)
                 #expect(Self.size(of: path) == 3 << 20, "stat sees what the kernel wrote")
                 let reader = try Self.open(path, O_RDONLY)
                 #expect(Self.read(reader, count: 4, at: 2 << 20) == "ZZZZ")
@@ -130,6 +130,38 @@ extension MountTests {
                 if kind == .folder {
                     #expect(stat(remote.scratch.remote + "/new.bin", &status) == 0)
                     #expect(status.st_mtim.tv_sec == 1_000_000_000, "the folder remote keeps the time")
+                }
+            }
+        }
+
+        @Test(
+            "a truncating writer of an existing file is written by the kernel when it is the file's only handle",
+            arguments: [WritableRemote.Kind.folder, .apache])
+        func truncatingWriterIsWrittenByTheKernel(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(kind, files: ["alone.txt": Self.first, "shared.txt": Self.first]) {
+                remote, mount in
+                let before = try await mount.status().reads.passthroughWriters
+                let second = "the second version, longer than the first\n"
+                let alone = try Self.open(mount.path("alone.txt"), O_WRONLY | O_TRUNC)
+                #expect(Self.size(of: mount.path("alone.txt")) == 0)
+                #expect(write(alone, second, second.utf8.count) == second.utf8.count)
+                #expect(Self.size(of: mount.path("alone.txt")) == second.utf8.count)
+                #expect(close(alone) == 0)
+                #expect(try await mount.status().reads.passthroughWriters == before + 1)
+
+                // A reader through the daemon is open: the writer writes through the daemon too.
+                let reader = try Self.open(mount.path("shared.txt"), O_RDONLY)
+                defer { close(reader) }
+                #expect(Self.read(reader) == Self.first)
+                let shared = try Self.open(mount.path("shared.txt"), O_WRONLY | O_TRUNC)
+                #expect(write(shared, second, second.utf8.count) == second.utf8.count)
+                #expect(close(shared) == 0)
+                #expect(try await mount.status().reads.passthroughWriters == before + 1)
+
+                try await mount.sync()
+                for name in ["alone.txt", "shared.txt"] {
+                    let text = try String(contentsOfFile: remote.scratch.remote + "/" + name, encoding: .utf8)
+                    #expect(text == second, "\(name) on the remote")
                 }
             }
         }

@@ -44,6 +44,31 @@ struct PassthroughFilesTests {
         files.attach(registry)
     }
 
+    @Test("a truncating writer alone on an inode passes through once its content is ready; not when another came")
+    func truncatingWriterSettles() {
+        let local = PassthroughFiles.Candidate(file: FileDescriptor(rawValue: 0), content: .local)
+        let alone = files.openWriter(inode: 7)
+        #expect(alone == .requests)
+        let settled = files.settle(inode: 7, alone, candidate: local)
+        #expect(settled == .passthrough(BackingID(rawValue: 1)))
+        #expect(files.open(inode: 7, candidate: local) == settled, "a reader of the same content joins it")
+
+        // Another handle opened while the writer's content was made: it stays on requests.
+        let writer = files.openWriter(inode: 8)
+        let reader = files.open(inode: 8, candidate: nil)
+        #expect(files.settle(inode: 8, writer, candidate: local) == .requests)
+        files.release(inode: 8, reader)
+        files.release(inode: 8, writer)
+
+        // One that came and went: the kernel may hold its pages, so no passthrough either.
+        files.kernelForgot(9)
+        let later = files.openWriter(inode: 9)
+        files.release(inode: 9, files.open(inode: 9, candidate: nil))
+        #expect(files.settle(inode: 9, later, candidate: local) == .requests)
+        files.release(inode: 9, later)
+        #expect(files.openWriter(inode: 9) == .requests, "the pages it left keep the next writer on requests")
+    }
+
     @Test("opens of one complete content share one backing file, which goes with the last release")
     func sameContentSharesOneBackingFile() {
         let first = files.open(inode: 5, candidate: version)

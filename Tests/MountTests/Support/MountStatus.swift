@@ -13,7 +13,7 @@ struct MountStatus: Decodable, Sendable {
     struct Reads: Decodable, Sendable {
         var fromCache: Int
         var passthroughOpens: Int
-        var passthroughCreations: Int
+        var passthroughWriters: Int
     }
 
     /// Local changes not yet on the remote.
