@@ -31,6 +31,7 @@ let package = Package(
             providers: [.apt(["libfuse3-dev"])]
         ),
         .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CSpawn"),
         .target(
             name: "FuseKit",
             dependencies: [
@@ -92,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "fpfs",
             dependencies: [
-                "CFuse", "CMalloc", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider", "ProviderTesting",
+                "CFuse", "CMalloc", "CSpawn", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider", "ProviderTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,3 +1,4 @@
+import CSpawn
 import Foundation
 
 #if canImport(Glibc)
@@ -8,8 +9,9 @@ import Foundation
 ///
 /// The daemon is this executable run with `--foreground --ready-fd 3`, spawned with posix_spawn
 /// (no fork once threads exist) in a session of its own, stdin from /dev/null and its output to
-/// the log file. It writes "ready" or "error: MESSAGE" to fd 3; end of file without either means
-/// it died, and the log says why.
+/// the log file, and no other descriptor of its caller's: a file the caller left open would stay
+/// open (and its disk space taken) for the mount's whole life. It writes "ready" or
+/// "error: MESSAGE" to fd 3; end of file without either means it died, and the log says why.
 enum DaemonLauncher {
     /// Spawns the daemon and returns once it is ready; throws the daemon's message otherwise.
     static func launch(arguments: [String], logFile: URL, timeout: Duration) throws {
@@ -29,6 +31,7 @@ enum DaemonLauncher {
         posix_spawn_file_actions_addopen(&actions, 1, logFile.path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
+        posix_spawn_file_actions_addclosefrom_np(&actions, 4)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

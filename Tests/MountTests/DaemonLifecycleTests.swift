@@ -32,6 +32,30 @@ extension MountTests {
             #expect(await Self.waitUntilUnmounted(mount.mountpoint), "still in /proc/mounts after SIGTERM")
         }
 
+        @Test("the daemon keeps none of the descriptors fpfs mount was started with")
+        func daemonClosesInheritedDescriptors() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try Self.makeRemote(scratch)
+            let held = scratch.path + "/held-open"
+            try Data("held\n".utf8).write(to: URL(fileURLWithPath: held))
+            // bash opens the file as descriptor 7 without close-on-exec, and fpfs mount inherits it.
+            let command = try TestMount.mountCommand(
+                remote: scratch.remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
+            let mounted = await Command(
+                ["bash", "-c", "exec 7<\"$1\"; shift; exec \"$@\"", "bash", held] + command.arguments
+            ).run()
+            let mount = TestMount(remote: scratch.remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
+            defer { mount.unmount() }
+            try #require(mounted.succeeded, "fpfs mount failed: \(mounted)")
+            let daemon = try #require(mount.daemon, "no pid in \(mount.cacheDir)/daemon.pid")
+            let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd")
+            let targets = descriptors.compactMap {
+                try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon.pid)/fd/\($0)")
+            }
+            #expect(!targets.contains(held), "the daemon holds \(held) open: \(targets)")
+        }
+
         @Test("after kill -9 of the daemon, fpfs mount on the same mountpoint recovers and works")
         func recoversAfterKill9() async throws {
             let scratch = try Scratch()

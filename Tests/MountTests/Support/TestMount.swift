@@ -19,7 +19,8 @@ final class TestMount: @unchecked Sendable {
     private let lock = NSLock()
     private var unmounted = false
 
-    private init(remote: String, mountpoint: String, cacheDir: String) {
+    /// A mount made by `start`, or by a test's own `fpfs mount` command line.
+    init(remote: String, mountpoint: String, cacheDir: String) {
         self.remote = remote
         self.mountpoint = mountpoint
         self.cacheDir = cacheDir
