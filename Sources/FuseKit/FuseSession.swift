@@ -34,8 +34,13 @@ public final class FuseSession: Sendable {
     public let options: String
     private let context: SessionContext
     /// Guards the libfuse session pointer's lifetime: only `.mounted` and `.running` hold a valid
-    /// one. Notifications send under this lock so the session cannot be destroyed under them.
+    /// one.
     private let state = Mutex(State.created)
+    /// Calls of `withLiveSession` under way; the session is destroyed only once they are over.
+    /// They are counted rather than run under `state`'s lock: a notification can block in the
+    /// kernel until a request that holds a directory's lock is answered, and that request may
+    /// itself need the session (a create registering its backing file).
+    private let users = Atomic(0)
 
     private enum State {
         case created
@@ -141,18 +146,22 @@ public final class FuseSession: Sendable {
     /// Ends the session from the program: `run()` returns within a moment, after unmounting.
     /// A session not yet running is unmounted at once. Safe to call more than once.
     public func unmount() {
-        state.withLock { state in
+        let retired = state.withLock { state -> SessionPointer? in
             switch state {
             case .created, .unmountedBeforeRun, .ended:
-                return
+                return nil
             case .mounted(let session):
-                fuse_session_unmount(session.raw)
-                fuse_session_destroy(session.raw)
                 state = .unmountedBeforeRun
+                return session
             case .running(let session):
                 fuse_session_exit(session.raw)
+                return nil
             }
         }
+        guard let retired else { return }
+        waitForUsers()
+        fuse_session_unmount(retired.raw)
+        fuse_session_destroy(retired.raw)
     }
 
     /// Sends cache invalidations to the kernel for this session.
@@ -166,12 +175,24 @@ public final class FuseSession: Sendable {
 
     /// Runs `body` with the libfuse session if it is still alive; nil once it has ended.
     func withLiveSession(_ body: (OpaquePointer) -> Int32) -> Int32? {
-        state.withLock { state in
+        let live = state.withLock { state -> SessionPointer? in
             switch state {
-            case .mounted(let session), .running(let session): body(session.raw)
-            case .created, .unmountedBeforeRun, .ended: nil
+            case .mounted(let session), .running(let session):
+                users.add(1, ordering: .sequentiallyConsistent)
+                return session
+            case .created, .unmountedBeforeRun, .ended:
+                return nil
             }
         }
+        guard let live else { return nil }
+        defer { users.subtract(1, ordering: .sequentiallyConsistent) }
+        return body(live.raw)
+    }
+
+    /// Waits until no `withLiveSession` call is under way; called once the state says the session
+    /// is gone, so that none can begin.
+    private func waitForUsers() {
+        while users.load(ordering: .sequentiallyConsistent) > 0 { usleep(1000) }
     }
 
     /// The session thread: the request loop, then the teardown. Returns 0 or -errno.
@@ -184,6 +205,7 @@ public final class FuseSession: Sendable {
         // Requests already taken still get their answers while the mount can deliver them.
         context.inFlight.wait()
         state.withLock { $0 = .ended }
+        waitForUsers()
         fuse_session_unmount(session.raw)
         fuse_session_destroy(session.raw)
         return status

@@ -1,7 +1,8 @@
 import CFuse
 import Foundation
-import FuseKit
 import Testing
+
+@testable import FuseKit
 
 /// Real mounts of `TestFileSystem`, driven with ordinary tools and POSIX calls. Serialized: one
 /// FUSE session per process handles signals, and the tests count requests.
@@ -164,6 +165,24 @@ struct FuseSessionTests {
             #expect(after.output == "20\n")
             try await mount.session.notifier.invalidateEntry(parent: .root, name: Array("hello.txt".utf8))
             try await mount.session.notifier.invalidateEntry(parent: .root, name: Array("never-looked-up".utf8))
+        }
+    }
+
+    /// A notification can block in the kernel until a request that holds a directory's lock is
+    /// answered, and that request may need the session meanwhile (a create registering its
+    /// backing file): one use of the live session must not wait for another.
+    @Test func sessionUsesDoNotWaitForEachOther() async throws {
+        try await Mount.with { mount in
+            let session = mount.session
+            let innerRan = DispatchSemaphore(value: 0)
+            let outer = session.withLiveSession { _ in
+                Thread.detachNewThread {
+                    _ = session.withLiveSession { _ in 0 }
+                    innerRan.signal()
+                }
+                return innerRan.wait(timeout: .now() + 5) == .success ? 1 : 0
+            }
+            #expect(outer == 1, "a second use of the session waited for the first")
         }
     }
 
