@@ -252,8 +252,9 @@ extension FileSystem {
     /// Saves what a handle's writes changed (size, time) in the store, and lets the uploader know.
     func saveWrites(of file: OpenFile, inode: InodeNumber) async throws {
         if file.writesThroughKernel {
-            // The creation's journal entry holds the contents until the last writer is gone, so
-            // only a size or time the kernel changed since the last save needs saving.
+            // The journal entry made at open (a creation or a truncation) holds the contents until
+            // the last writer is gone, so only a size or time the kernel changed since the last
+            // save needs saving.
             guard let written = passthrough.writtenStatus(of: inode.rawValue, seen: true) else { return }
             var changed = written.modification != nil
             try await changeInMemory(inode) { item in
