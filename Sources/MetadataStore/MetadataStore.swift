@@ -55,7 +55,7 @@ public final class MetadataStore: Sendable {
     func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
         do {
             let result = try await database.write(updates)
-            if let reserve, !reserve.isHeld { try? await BlockingIO.run { reserve.takeIfRoom() } }
+            if let reserve, reserve.isDue { try? await BlockingIO.run { reserve.takeIfRoom() } }
             return result
         } catch let error as DatabaseError
             where error.resultCode == .SQLITE_FULL || error.extendedResultCode == .SQLITE_IOERR_SHMSIZE

@@ -30,7 +30,11 @@ public final class SpaceReserve: Sendable {
         takeIfRoom()
     }
 
-    var isHeld: Bool { state.withLock { $0.held } }
+    /// Whether `takeIfRoom` would try now: not held, and the last attempt a while ago. Cheap, so
+    /// that a store write on a disk without room for the reserve does not leave its thread for it.
+    var isDue: Bool {
+        state.withLock { !$0.held && ContinuousClock.now - $0.lastAttempt >= Self.retryInterval }
+    }
 
     /// Frees the reserve's blocks; true when it held some.
     func release() -> Bool {
