@@ -17,6 +17,8 @@ public final class SpaceReserve: Sendable {
     private struct State {
         var held = false
         var lastAttempt = ContinuousClock.now - .seconds(3600)
+
+        var isDue: Bool { !held && ContinuousClock.now - lastAttempt >= SpaceReserve.retryInterval }
     }
     private let state = Mutex(State())
 
@@ -32,9 +34,7 @@ public final class SpaceReserve: Sendable {
 
     /// Whether `takeIfRoom` would try now: not held, and the last attempt a while ago. Cheap, so
     /// that a store write on a disk without room for the reserve does not leave its thread for it.
-    var isDue: Bool {
-        state.withLock { !$0.held && ContinuousClock.now - $0.lastAttempt >= Self.retryInterval }
-    }
+    var isDue: Bool { state.withLock { $0.isDue } }
 
     /// Frees the reserve's blocks; true when it held some.
     func release() -> Bool {
@@ -50,7 +50,7 @@ public final class SpaceReserve: Sendable {
     /// last attempt is a while ago. Blocks briefly (statvfs, fallocate).
     func takeIfRoom() {
         let due = state.withLock { state -> Bool in
-            guard !state.held, ContinuousClock.now - state.lastAttempt >= Self.retryInterval else { return false }
+            guard state.isDue else { return false }
             state.lastAttempt = .now
             return true
         }

@@ -28,9 +28,7 @@ extension FileSystem {
                 blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
             // A new inode has no other handle, and its creation journals its contents: the kernel
             // may write its local content itself (DECISIONS 98).
-            let descriptor = FileDescriptor(rawValue: local.fileDescriptor)
-            let opening = self.passthrough.open(
-                inode: record.inode, candidate: PassthroughFiles.Candidate(file: descriptor, content: .local))
+            let opening = self.passthrough.open(inode: record.inode, candidate: .local(local))
             if opening.passesThrough { self.startWritingThroughKernel(record.inode, local: local) }
             let file = OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true, opening: opening)
             // The creation journalled the contents already: the first write needs no entry of its
@@ -145,10 +143,7 @@ extension FileSystem {
             let local = try await makeLocal(record, keepingBytes: !truncating, context: context)
             var opening = opening
             if truncating, isWritable {
-                let descriptor = FileDescriptor(rawValue: local.fileDescriptor)
-                opening = passthrough.settle(
-                    inode: record.inode, opening,
-                    candidate: PassthroughFiles.Candidate(file: descriptor, content: .local))
+                opening = passthrough.settle(inode: record.inode, opening, candidate: .local(local))
             }
             let writesThroughKernel = isWritable && opening.passesThrough
             // Journalled here when the kernel writes: the daemon sees none of the writes.

@@ -273,8 +273,7 @@ public final class FileSystem: FileSystemOperations {
                     throw error
                 }
             } else if let local = try await self.localFiles.openExisting(record.inode) {
-                let candidate = PassthroughFiles.Candidate(
-                    file: FileDescriptor(rawValue: local.fileDescriptor), content: .local)
+                let candidate = PassthroughFiles.Candidate.local(local)
                 let opening = self.passthrough.open(inode: record.inode, candidate: candidate)
                 self.countPassthrough(opening)
                 file = OpenFile(record: record, readAhead: readAhead, local: local, opening: opening)

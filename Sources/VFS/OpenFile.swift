@@ -59,7 +59,7 @@ final class OpenFile: Sendable {
     var writesUnseen: Bool { isWritable && opening.backing != nil }
 
     /// A writer whose writes the kernel makes itself, on the local content: none reaches the
-    /// daemon (`FileSystem.create`).
+    /// daemon (`FileSystem.create`, `FileSystem.openForWriting`).
     var writesThroughKernel: Bool { isWritable && opening.passesThrough }
 
     /// True when this handle reads the content version `record` has now.

@@ -11,9 +11,11 @@ import SystemPackage
 /// Decides, per open, whether the kernel reads a file's cache file itself (FUSE passthrough)
 /// instead of sending the daemon a request per read, and keeps the kernel's rules while doing so.
 ///
-/// Only a read-only handle of a file whose bytes are all here gets a backing file: a complete
-/// cache file of the version it opens, or the local content of a file written here. The daemon
-/// has nothing to do for its reads. The kernel then holds each inode in one of two modes: while
+/// A read-only handle of a file whose bytes are all here gets a backing file: a complete cache
+/// file of the version it opens, or the local content of a file written here. So does a writer
+/// whose contents the journal holds from its open on, alone on its inode (a creation, or a
+/// truncation that `openWriter` and `settle` let through): the kernel writes its local content.
+/// The daemon has nothing to do for their reads and writes. The kernel then holds each inode in one of two modes: while
 /// some handle has a backing file, every other open of the inode must name the same one (or fail
 /// with EIO); while a handle without one is open, an open with one fails. So every open and
 /// release of a file goes through here, and:
@@ -66,6 +68,11 @@ final class PassthroughFiles: Sendable {
     struct Candidate {
         let file: FileDescriptor
         let content: Content
+
+        /// The local content open as `local`.
+        static func local(_ local: LocalFile) -> Candidate {
+            Candidate(file: FileDescriptor(rawValue: local.fileDescriptor), content: .local)
+        }
     }
 
     /// What the kernel holds for one inode with open handles.
@@ -83,7 +90,7 @@ final class PassthroughFiles: Sendable {
         var settling: Set<UInt64> = []
         /// Local contents the kernel writes for a passthrough writer, by inode: the writer's
         /// descriptor to read their size and time from, and the time the daemon last saw. One
-        /// writer at most per inode: only a creation's handle writes through the kernel.
+        /// writer at most per inode: only a writer alone on its inode writes through the kernel.
         var written: [UInt64: (descriptor: FileDescriptor, seenModification: Timestamp)] = [:]
     }
 
