@@ -74,11 +74,11 @@ final class ContentFetcher: Sendable {
     /// them.
     func ensurePresent(
         _ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String,
-        priority: FetchPriority = .interactive, prefetching ahead: Range<UInt64>? = nil
+        priority: FetchPriority = .interactive, prefetching ahead: ReadAheadWindow.Refill? = nil
     ) async throws {
         var prefetched = false
         let firstWindow = ReadAheadWindow.firstWindow(blockSize: cache.blockSize)
-        let riding = ahead.map { $0.lowerBound..<min($0.upperBound, $0.lowerBound + firstWindow) }
+        let riding = ahead.map { $0.range.lowerBound..<min($0.range.upperBound, $0.range.lowerBound + firstWindow) }
         try await content.waitUntilPresent(
             range, granularity: granularity, extendingInto: riding,
             start: { claims in
@@ -92,20 +92,28 @@ final class ContentFetcher: Sendable {
                     for ticket in waiting { limiter.promote(ticket) }
                 }
                 if let ahead {
-                    prefetch(ahead, of: content, version: version, name: name)
+                    prefetch(ahead.range, inRequestsOf: ahead.requestSize, of: content, version: version, name: name)
                     prefetched = true
                 }
             })
-        if !prefetched, let ahead { prefetch(ahead, of: content, version: version, name: name) }
+        if !prefetched, let ahead {
+            prefetch(ahead.range, inRequestsOf: ahead.requestSize, of: content, version: version, name: name)
+        }
     }
 
     /// Starts fetching the missing parts of `range` at read-ahead priority, without waiting.
-    func prefetch(_ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String) {
+    ///
+    /// The range is cut into aligned pieces of up to `requestSize` (whole blocks, at least one; by
+    /// default the largest read-ahead request, as for a whole file), each claimed as runs of
+    /// missing blocks and fetched by one request: large requests for a sequential reader, yet
+    /// several of them, so the pipeline runs them in parallel.
+    func prefetch(
+        _ range: Range<UInt64>, inRequestsOf requestSize: UInt64? = nil, of content: CachedContent,
+        version: ItemVersion, name: String
+    ) {
         guard partialProvider != nil, !range.isEmpty else { return }
-        // The window is cut into aligned pieces of up to `readAheadRequestSize`, each claimed as
-        // runs of missing blocks and fetched by one request: large requests for a sequential
-        // reader, yet several of them, so the pipeline runs them in parallel.
-        let pieceSize = max(configuration.readAheadRequestSize / cache.blockSize, 1) * cache.blockSize
+        let requestSize = requestSize ?? configuration.readAheadRequestSize
+        let pieceSize = max(requestSize / cache.blockSize, 1) * cache.blockSize
         var piece = range.lowerBound / cache.blockSize * cache.blockSize
         while piece < range.upperBound {
             let pieceRange = piece..<min(piece + pieceSize, range.upperBound, content.size)

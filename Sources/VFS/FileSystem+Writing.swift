@@ -24,8 +24,7 @@ extension FileSystem {
             let record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode, keeping: true)
             let local = try await self.localFiles.open(record.inode)
             self.localFiles.beginWriting(record.inode)
-            let readAhead = ReadAheadWindow(
-                blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
+            let readAhead = self.newReadAheadWindow()
             // A new inode has no other handle, and its creation journals its contents: the kernel
             // may write its local content itself (DECISIONS 98).
             let opening = self.passthrough.open(inode: record.inode, candidate: .local(local))

@@ -254,8 +254,7 @@ public final class FileSystem: FileSystemOperations {
         try await answering {
             let record = try await self.keptRecord(inode)
             guard record.item.kind == .file else { throw Errno.isDirectory }
-            let readAhead = ReadAheadWindow(
-                blockSize: self.cache.blockSize, maximum: self.configuration.maximumReadAhead)
+            let readAhead = self.newReadAheadWindow()
             let olderOpen = self.openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
             let file: OpenFile
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
@@ -334,10 +333,9 @@ public final class FileSystem: FileSystemOperations {
             let name = item.filename.description
             // Read-ahead is decided before any wait, so that on a miss it starts with the read's
             // own fetch.
-            let recorded =
+            let ahead =
                 self.fetcher.fetchesBlocks ? file.readAhead.withLock { $0.record(range, size: item.size) } : nil
-            let ahead = recorded.flatMap { $0.isEmpty ? nil : $0 }
-            if let ahead, content.isPresent(ahead) { content.preload(ahead) }
+            if let ahead, content.isPresent(ahead.range) { content.preload(ahead.range) }
             if content.isPresent(range) {
                 let blockSize = self.cache.blockSize
                 let blocks = Int((range.upperBound - 1) / blockSize - range.lowerBound / blockSize + 1)
@@ -345,8 +343,9 @@ public final class FileSystem: FileSystemOperations {
                     $0.reads.fromCache += 1
                     $0.reads.blocksFromCache += blocks
                 }
-                if let ahead, !content.isPresent(ahead), self.gate.blockedName(of: context.pid) == nil {
-                    self.fetcher.prefetch(ahead, of: content, version: item.version, name: name)
+                if let ahead, !content.isPresent(ahead.range), self.gate.blockedName(of: context.pid) == nil {
+                    self.fetcher.prefetch(
+                        ahead.range, inRequestsOf: ahead.requestSize, of: content, version: item.version, name: name)
                 }
             } else {
                 // The gate is asked once per read; a refused read fetches nothing ahead either.
@@ -572,6 +571,13 @@ public final class FileSystem: FileSystemOperations {
 
     /// The record of an inode, which memory keeps from now on while the kernel holds the inode
     /// (see `NodeTable`): for opens and writes, which need it again soon.
+    /// A new handle's read-ahead, sized by the configuration and spread over the pipeline.
+    func newReadAheadWindow() -> ReadAheadWindow {
+        ReadAheadWindow(
+            blockSize: cache.blockSize, maximum: configuration.maximumReadAhead,
+            maximumRequest: configuration.readAheadRequestSize, parallelism: configuration.pipelineDepth)
+    }
+
     func keptRecord(_ inode: InodeNumber) async throws -> ItemRecord {
         if let record = nodes.keepRecentLookup(inode) { return record }
         while true {

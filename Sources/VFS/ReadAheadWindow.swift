@@ -1,20 +1,31 @@
 /// Read-ahead for one open handle, as a value: each read reports where it was, and the window
-/// answers which bytes to fetch ahead.
+/// answers which bytes to fetch ahead, and in requests of what size.
 ///
 /// Sequential reading (a read that starts where the previous one ended, give or take the kernel's
 /// own read-ahead reordering) doubles the window from its first size up to `maximum`; any other
 /// read resets it, so random access fetches only the blocks it touches.
 ///
-/// The window is refilled only once at least half of it is missing, so that a steady reader asks
-/// for large runs (half a window at a time, which the fetcher splits into a few large requests)
-/// instead of one block per read.
+/// Requests are as large as `maximumRequest`, but no larger than the file's rest spread over the
+/// pipeline (`parallelism`), so that a short file's rest is fetched by all slots at once. The
+/// window is topped up whenever a whole request's worth (or half the window) is missing: a steady
+/// reader then keeps the pipeline full of large requests instead of sending a burst every half
+/// window (DECISIONS 100).
 struct ReadAheadWindow: Sendable {
     let blockSize: UInt64
     let maximum: UInt64
+    let maximumRequest: UInt64
+    /// How many fetches run at once (the pipeline depth).
+    let parallelism: UInt64
     private(set) var window: UInt64 = 0
     private var nextExpected: UInt64?
     /// How far ahead has already been asked for, so the same range is not asked twice.
     private var issuedUpTo: UInt64 = 0
+
+    /// What to fetch ahead: `range`, cut into aligned requests of up to `requestSize`.
+    struct Refill: Equatable, Sendable {
+        let range: Range<UInt64>
+        let requestSize: UInt64
+    }
 
     /// The kernel's read-ahead window for the mount (FileSystem.initialize): it sends a window as
     /// several reads, with the next window's possibly in flight too, answered in any order.
@@ -25,15 +36,22 @@ struct ReadAheadWindow: Sendable {
     /// misses small without making a streaming reader start slowly.
     static func firstWindow(blockSize: UInt64) -> UInt64 { max(blockSize, kernelReadAhead) }
 
-    init(blockSize: UInt64, maximum: UInt64) {
+    /// The smallest request a refill is cut into: below this a request's round trip and fixed
+    /// costs outweigh what spreading a short file's rest over more slots gains.
+    static let minimumRequest: UInt64 = 4 << 20
+
+    init(blockSize: UInt64, maximum: UInt64, maximumRequest: UInt64, parallelism: Int) {
         self.blockSize = blockSize
         self.maximum = max(maximum, blockSize)
+        self.maximumRequest = max(maximumRequest / blockSize, 1) * blockSize
+        self.parallelism = UInt64(max(parallelism, 1))
     }
 
-    /// Records a read of `range` in a file of `size` bytes; returns the range to fetch ahead
-    /// (empty when none).
-    mutating func record(_ range: Range<UInt64>, size: UInt64) -> Range<UInt64> {
-        let tolerance = 2 * Self.firstWindow(blockSize: blockSize)
+    /// Records a read of `range` in a file of `size` bytes; returns what to fetch ahead, if
+    /// anything.
+    mutating func record(_ range: Range<UInt64>, size: UInt64) -> Refill? {
+        let firstWindow = Self.firstWindow(blockSize: blockSize)
+        let tolerance = 2 * firstWindow
         let sequential =
             nextExpected.map { range.lowerBound + tolerance >= $0 && range.lowerBound <= $0 + tolerance }
             ?? (range.lowerBound == 0)
@@ -41,13 +59,17 @@ struct ReadAheadWindow: Sendable {
         guard sequential else {
             window = 0
             issuedUpTo = 0
-            return range.upperBound..<range.upperBound
+            return nil
         }
-        window = window == 0 ? Self.firstWindow(blockSize: blockSize) : min(window * 2, maximum)
+        window = window == 0 ? firstWindow : min(window * 2, maximum)
         let start = max(range.upperBound, issuedUpTo)
         let end = min(range.upperBound + window, size)
-        guard start < end, end == size || end - start >= window / 2 else { return start..<start }
+        guard start < end else { return nil }
+        // What the file still has, spread over the slots: all of a short file's rest at once.
+        let share = (size - range.upperBound) / parallelism / blockSize * blockSize
+        let requestSize = min(max(share, Self.minimumRequest), maximumRequest)
+        guard end == size || end - start >= min(window / 2, requestSize) else { return nil }
         issuedUpTo = end
-        return start..<end
+        return Refill(range: start..<end, requestSize: requestSize)
     }
 }

@@ -35,10 +35,11 @@ public struct VFSConfiguration: Sendable {
     /// only where the provider has a trash).
     public var trashesDeletions = false
     /// The largest read-ahead window of one handle.
-    public var maximumReadAhead: UInt64 = 64 << 20
+    public var maximumReadAhead: UInt64 = 128 << 20
     /// The largest single read-ahead request (rounded down to whole blocks, at least one): a
-    /// sequential reader's window is fetched in aligned runs of blocks up to this size.
-    public var readAheadRequestSize: UInt64 = 8 << 20
+    /// sequential reader's window is fetched in aligned runs of blocks up to this size
+    /// (`ReadAheadWindow`), and a pinned file's whole content too.
+    public var readAheadRequestSize: UInt64 = 16 << 20
     /// Processes that may not cause downloads (exact names; see `ProcessGate`).
     public var nonMaterializingProcesses: Set<String> = VFSConfiguration.defaultNonMaterializingProcesses
     /// The page size suggested to enumerators.
