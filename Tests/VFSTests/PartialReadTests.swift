@@ -145,7 +145,7 @@ struct PartialReadTests {
         _ = try remote.addFile(path: "local.txt", text: "already here")
         let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let ownName = (me as NSString).lastPathComponent
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vfs-\(UUID().uuidString)")
+        let directory = VFSHarness.newDirectory()
         do {
             let open = try await VFSHarness.make(provider: remote, directory: directory)
             _ = try await open.readAll(try await open.resolve("local.txt").inode)

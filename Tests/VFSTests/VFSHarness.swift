@@ -22,9 +22,7 @@ struct VFSHarness {
         replicatesChanges: Bool = false, cacheSize: UInt64? = nil,
         listingAheadDepth: Int = VFSConfiguration().listingAheadDepth
     ) async throws -> VFSHarness {
-        let directory =
-            directory
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("vfs-\(UUID().uuidString)")
+        let directory = directory ?? newDirectory()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let store = try MetadataStore(file: directory.appendingPathComponent("metadata.sqlite"))
         let cache = try await BlockCache(
@@ -43,6 +41,20 @@ struct VFSHarness {
             logger: Logger(label: "vfs-test"))
         return VFSHarness(fileSystem: fileSystem, directory: directory)
     }
+
+    /// A fresh folder for a harness's store and cache, inside `folders`.
+    static func newDirectory() -> URL {
+        folders.appendingPathComponent("vfs-\(UUID().uuidString)")
+    }
+
+    /// One folder per test process for every harness's store and cache, removed when the process
+    /// exits: each store holds a space reserve of up to 64 MiB, and runs of `swift test` outside
+    /// scripts/test.sh (which removes its whole temporary root) would otherwise leave them behind.
+    private static let folders: URL = {
+        let folders = FileManager.default.temporaryDirectory.appendingPathComponent("fpfs-vfs-tests-\(getpid())")
+        atexit { try? FileManager.default.removeItem(at: VFSHarness.folders) }
+        return folders
+    }()
 
     /// Resolves a slash-separated path from the root by lookups.
     func resolve(_ path: String) async throws -> Entry {
