@@ -133,16 +133,21 @@ final class ContentFetcher: Sendable {
         // A free slot is taken now, so that slots go in the order fetches were started (a read's
         // own blocks before the read-ahead started just after them), whatever order the tasks
         // run in.
-        let holdsSlot = limiter.tryAcquire()
+        let heldSlot = limiter.tryAcquire(priority)
         let task = Task {
             defer { _ = running.withLock { $0.removeValue(forKey: key) } }
+            let slot: PipelineLimiter.Slot
             do {
-                if !holdsSlot { try await limiter.acquire(ticket, priority: priority) }
+                if let heldSlot {
+                    slot = heldSlot
+                } else {
+                    slot = try await limiter.acquire(ticket, priority: priority)
+                }
             } catch {
                 content.finish(claim, error: error)
                 return
             }
-            defer { limiter.release() }
+            defer { limiter.release(slot) }
             await fetch(claim, of: content, version: version, name: name)
         }
         running.withLock { running in

@@ -12,31 +12,70 @@ enum FetchPriority: Sendable {
 /// all slots are taken, waiters queue by priority: interactive reads go ahead of read-ahead, and a
 /// queued read-ahead is promoted once a reader starts waiting on it. Cancelling a waiting task
 /// takes it out of the queue.
+///
+/// Read-ahead never holds the last slot (at depths above one): a streaming reader's window can
+/// fill every other slot with large requests, which on a slow link take many seconds each, and a
+/// read of another file must not wait for one of them to end (DECISIONS 101).
 final class PipelineLimiter: Sendable {
     /// Identifies one queued or running fetch, for promotion and cancellation.
     struct Ticket: Hashable, Sendable {
         fileprivate let id: UInt64
     }
 
+    /// A slot held, by the kind of fetch it was given to; give it back with `release`.
+    enum Slot: Sendable {
+        case interactive
+        case readAhead
+    }
+
     let depth: Int
 
     private struct Waiter {
         let ticket: Ticket
-        let continuation: CheckedContinuation<Void, any Error>
+        let continuation: CheckedContinuation<Slot, any Error>
     }
 
     /// Guards the slots in use, both queues and ticket numbering.
     private struct State {
+        let depth: Int
+        /// The most slots read-ahead may hold at once: all but one, at depths above one.
+        let readAheadDepth: Int
         var inUse = 0
+        var readAheadInUse = 0
         var interactive: [Waiter] = []
         var readAhead: [Waiter] = []
         var nextTicket: UInt64 = 0
+
+        /// Takes the first waiter that a free slot may go to (interactive first) off its queue,
+        /// with that slot.
+        mutating func nextWaiter() -> (Waiter, Slot)? {
+            if !interactive.isEmpty, let granted = take(.interactive) { return (interactive.removeFirst(), granted) }
+            if !readAhead.isEmpty, let granted = take(.readAhead) { return (readAhead.removeFirst(), granted) }
+            return nil
+        }
+
+        /// Counts a slot as taken for `priority` if one is free for it.
+        mutating func take(_ priority: FetchPriority) -> Slot? {
+            guard inUse < depth else { return nil }
+            switch priority {
+            case .interactive:
+                inUse += 1
+                return .interactive
+            case .readAhead:
+                guard readAheadInUse < readAheadDepth else { return nil }
+                inUse += 1
+                readAheadInUse += 1
+                return .readAhead
+            }
+        }
     }
-    private let state = Mutex(State())
+
+    private let state: Mutex<State>
 
     init(depth: Int) {
         precondition(depth >= 1, "pipeline depth must be at least 1")
         self.depth = depth
+        self.state = Mutex(State(depth: depth, readAheadDepth: max(depth - 1, 1)))
     }
 
     /// A new ticket; pass it to `acquire` and, to promote, to `promote`.
@@ -48,22 +87,21 @@ final class PipelineLimiter: Sendable {
     }
 
     /// Waits for a free slot. Throws CancellationError if the task is cancelled while queued.
-    func acquire(_ ticket: Ticket, priority: FetchPriority) async throws {
+    func acquire(_ ticket: Ticket, priority: FetchPriority) async throws -> Slot {
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let granted = state.withLock { state -> Bool in
-                    if state.inUse < depth {
-                        state.inUse += 1
-                        return true
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Slot, any Error>) in
+                let granted = state.withLock { state -> Slot? in
+                    if let slot = state.take(priority) {
+                        return slot
                     }
                     let waiter = Waiter(ticket: ticket, continuation: continuation)
                     switch priority {
                     case .interactive: state.interactive.append(waiter)
                     case .readAhead: state.readAhead.append(waiter)
                     }
-                    return false
+                    return nil
                 }
-                if granted { continuation.resume() }
+                if let granted { continuation.resume(returning: granted) }
             }
         } onCancel: {
             let removed = state.withLock { state -> Waiter? in
@@ -79,31 +117,30 @@ final class PipelineLimiter: Sendable {
         }
     }
 
-    /// Takes a free slot without waiting; false when all are taken (or promised to waiters).
-    func tryAcquire() -> Bool {
-        state.withLock { state in
-            guard state.inUse < depth else { return false }
-            state.inUse += 1
-            return true
-        }
+    /// Takes a free slot for `priority` without waiting; nil when none is free for it.
+    func tryAcquire(_ priority: FetchPriority) -> Slot? {
+        state.withLock { $0.take(priority) }
     }
 
-    /// Gives a slot back, handing it straight to the first waiter (interactive first).
-    func release() {
-        let next = state.withLock { state -> Waiter? in
-            if !state.interactive.isEmpty { return state.interactive.removeFirst() }
-            if !state.readAhead.isEmpty { return state.readAhead.removeFirst() }
+    /// Gives `slot` back, handing it straight to the first waiter that may have it (interactive
+    /// first).
+    func release(_ slot: Slot) {
+        let next = state.withLock { state -> (Waiter, Slot)? in
             state.inUse -= 1
-            return nil
+            if slot == .readAhead { state.readAheadInUse -= 1 }
+            return state.nextWaiter()
         }
-        next?.continuation.resume()
+        if let (waiter, granted) = next { waiter.continuation.resume(returning: granted) }
     }
 
-    /// Moves a queued read-ahead to the interactive queue: a reader now waits for it.
+    /// Moves a queued read-ahead to the interactive queue: a reader now waits for it, and it may
+    /// have the slot read-ahead may not.
     func promote(_ ticket: Ticket) {
-        state.withLock { state in
-            guard let index = state.readAhead.firstIndex(where: { $0.ticket == ticket }) else { return }
+        let next = state.withLock { state -> (Waiter, Slot)? in
+            guard let index = state.readAhead.firstIndex(where: { $0.ticket == ticket }) else { return nil }
             state.interactive.append(state.readAhead.remove(at: index))
+            return state.nextWaiter()
         }
+        if let (waiter, granted) = next { waiter.continuation.resume(returning: granted) }
     }
 }

@@ -27,6 +27,35 @@ struct CacheTests {
         Int(try await vfs.xattr(try await vfs.resolve(path).inode, "user.fpfs.local_bytes")) ?? -1
     }
 
+    /// A pinned folder's downloads are read-ahead, and here they hang: they may take every slot
+    /// but one, so a read of another file is served at once instead of after the remote bound.
+    @Test func hangingDownloadsLeaveASlotForReaders() async throws {
+        let remote = InMemoryProvider()
+        _ = try remote.addDirectory(path: "keep")
+        let injector = FaultInjector()
+        var hangs: [FaultInjector.RuleID] = []
+        for index in 0..<4 {
+            _ = try remote.addFile(path: "keep/f\(index)", contents: Array(repeating: UInt8(index), count: 1000))
+            hangs.append(injector.add(FaultRule(.hang, on: .fetch, for: .filename(Filename("f\(index)")))))
+        }
+        _ = try remote.addFile(path: "other.bin", contents: Array(repeating: 9, count: 1000))
+        let vfs = try await VFSHarness.make(
+            provider: injector.wrap(remote), remoteTimeout: .seconds(120), pipelineDepth: 2)
+        defer { for hang in hangs { injector.remove(hang) } }
+        let keep = try await vfs.resolve("keep").inode
+        try await vfs.fileSystem.setxattr(
+            inode: keep, name: "user.fpfs.pinned", value: bytes("1"), flags: 0, context: vfs.context)
+        try await eventually("the pinned downloads' start") {
+            hangs.reduce(0) { $0 + injector.firedCount($1) } >= 1
+        }
+        let other = try await vfs.resolve("other.bin").inode
+        let read = Task { try await vfs.readAll(other) }
+        try await eventually("the other file's read") { try await localBytes(vfs, "other.bin") == 1000 }
+        #expect(hangs.reduce(0) { $0 + injector.firedCount($1) } == 1, "read-ahead held one slot of two")
+        for hang in hangs { injector.remove(hang) }
+        #expect(try await read.value == Array(repeating: 9, count: 1000))
+    }
+
     @Test func readingPastTheBoundEvictsTheLeastRecentlyUsedAndKeepsPins() async throws {
         let remote = InMemoryProvider()
         _ = try remote.addDirectory(path: "keep")

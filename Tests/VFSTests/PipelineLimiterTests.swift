@@ -1,0 +1,53 @@
+import Testing
+
+@testable import VFS
+
+@Suite("PipelineLimiter")
+struct PipelineLimiterTests {
+    @Test("read-ahead never holds the last slot: a read of another file gets it at once")
+    func readAheadLeavesOneSlotForReaders() async throws {
+        let limiter = PipelineLimiter(depth: 3)
+        #expect(limiter.tryAcquire(.readAhead) == .readAhead)
+        #expect(limiter.tryAcquire(.readAhead) == .readAhead)
+        #expect(limiter.tryAcquire(.readAhead) == nil)
+        #expect(limiter.tryAcquire(.interactive) == .interactive)
+        #expect(limiter.tryAcquire(.interactive) == nil)
+    }
+
+    @Test("a depth of one is all read-ahead's while no reader waits")
+    func depthOneServesReadAhead() {
+        let limiter = PipelineLimiter(depth: 1)
+        #expect(limiter.tryAcquire(.readAhead) == .readAhead)
+        #expect(limiter.tryAcquire(.interactive) == nil)
+    }
+
+    @Test("a freed slot goes to a waiting reader first, and a read-ahead slot back to read-ahead")
+    func freedSlotsGoByPriority() async throws {
+        let limiter = PipelineLimiter(depth: 2)
+        let ahead = try #require(limiter.tryAcquire(.readAhead))
+        let read = try #require(limiter.tryAcquire(.interactive))
+        let queuedAhead = Task { try await limiter.acquire(limiter.makeTicket(), priority: .readAhead) }
+        let queuedRead = Task { try await limiter.acquire(limiter.makeTicket(), priority: .interactive) }
+        try await Task.sleep(for: .milliseconds(50))
+        limiter.release(read)
+        #expect(try await queuedRead.value == .interactive)
+        limiter.release(ahead)
+        #expect(try await queuedAhead.value == .readAhead)
+    }
+
+    @Test("a queued read-ahead that a reader joins takes the slot read-ahead may not")
+    func promotedReadAheadTakesTheReservedSlot() async throws {
+        let limiter = PipelineLimiter(depth: 2)
+        let held = try #require(limiter.tryAcquire(.readAhead))
+        let ticket = limiter.makeTicket()
+        let queued = Task { try await limiter.acquire(ticket, priority: .readAhead) }
+        // Promoting is a no-op until the task has queued; the release after ends the wait
+        // either way, so a failure cannot hang the test.
+        for _ in 0..<20 {
+            try await Task.sleep(for: .milliseconds(10))
+            limiter.promote(ticket)
+        }
+        limiter.release(held)
+        #expect(try await queued.value == .interactive)
+    }
+}
