@@ -569,8 +569,6 @@ public final class FileSystem: FileSystemOperations {
         return record
     }
 
-    /// The record of an inode, which memory keeps from now on while the kernel holds the inode
-    /// (see `NodeTable`): for opens and writes, which need it again soon.
     /// A new handle's read-ahead, sized by the configuration and spread over the pipeline.
     func newReadAheadWindow() -> ReadAheadWindow {
         ReadAheadWindow(
@@ -578,6 +576,8 @@ public final class FileSystem: FileSystemOperations {
             maximumRequest: configuration.readAheadRequestSize, parallelism: configuration.pipelineDepth)
     }
 
+    /// The record of an inode, which memory keeps from now on while the kernel holds the inode
+    /// (see `NodeTable`): for opens and writes, which need it again soon.
     func keptRecord(_ inode: InodeNumber) async throws -> ItemRecord {
         if let record = nodes.keepRecentLookup(inode) { return record }
         while true {
