@@ -298,6 +298,60 @@ extension MetadataStore {
         try await write { db in try Self.noteLocalContent(inode: inode, in: db) }
     }
 
+    /// Notes that a writer the daemon will not see (the kernel writes its local content itself)
+    /// opened the local content of `inode`, which was given the modification time `mark` for it.
+    /// Until `clearWriterMark`, a restart that finds another time there journals the contents
+    /// (`settleInterruptedWriters`): the writer may have written before the daemon ended.
+    public func markWriter(inode: UInt64, modification mark: Timestamp) async throws {
+        try await write { db in
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO localContent (inode, isConflictCopy, writerMark) VALUES (?, 0, ?)
+                    ON CONFLICT(inode) DO UPDATE SET writerMark = excluded.writerMark
+                    """
+            ).execute(arguments: [Int64(inode), mark.nanosecondsSince1970])
+        }
+    }
+
+    /// The writer `markWriter` noted is gone, its writes saved.
+    public func clearWriterMark(inode: UInt64) async throws {
+        try await write { db in
+            try db.cachedStatement(sql: "UPDATE localContent SET writerMark = NULL WHERE inode = ?").execute(
+                arguments: [Int64(inode)])
+        }
+    }
+
+    /// The marks of writers that were open when the daemon last ended, by inode.
+    public func writerMarks() async throws -> [UInt64: Timestamp] {
+        try await database.read { db in
+            var marks: [UInt64: Timestamp] = [:]
+            let rows = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT inode, writerMark FROM localContent WHERE writerMark IS NOT NULL"))
+            for row in rows {
+                marks[UInt64(row["inode"] as Int64)] = Timestamp(nanosecondsSince1970: row["writerMark"])
+            }
+            return marks
+        }
+    }
+
+    /// Journals the contents of the items in `written` (local contents a writer changed before the
+    /// daemon ended, with their size and time now) and forgets every writer mark.
+    public func settleInterruptedWriters(_ written: [UInt64: (size: UInt64, modification: Timestamp)]) async throws {
+        try await write { db in
+            for (inode, status) in written {
+                guard
+                    var record = try ItemRecord.fetchOne(
+                        db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
+                else { continue }
+                record.item.size = status.size
+                record.item.contentModificationDate = status.modification
+                try Self.update(record.item, inode: inode, in: db)
+                try Self.journal([.contents, .contentModificationDate], inode: inode, in: db)
+            }
+            try db.execute(sql: "UPDATE localContent SET writerMark = NULL WHERE writerMark IS NOT NULL")
+        }
+    }
+
     /// The items whose content lives in the local folder, and whether each is a conflict copy.
     public func localContentItems() async throws -> [UInt64: Bool] {
         try await database.read { db in

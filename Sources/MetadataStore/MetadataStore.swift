@@ -162,6 +162,11 @@ public final class MetadataStore: Sendable {
             try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN toTrash INTEGER NOT NULL DEFAULT 0")
         }
         registerCacheMigration(in: &migrator)
+        migrator.registerMigration("v4-writer-marks") { db in
+            // A writer the kernel writes for (passthrough) opened this local content, which was
+            // given this modification time (nanoseconds since 1970) at the open; see markWriter.
+            try db.execute(sql: "ALTER TABLE localContent ADD COLUMN writerMark INTEGER")
+        }
         return migrator
     }
 

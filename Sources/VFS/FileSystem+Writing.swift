@@ -7,6 +7,7 @@
 import BlockCache
 import FileProviderKit
 import FuseKit
+import Logging
 import MetadataStore
 import SystemPackage
 
@@ -141,7 +142,7 @@ extension FileSystem {
         do {
             let local = try await makeLocal(record, keepingBytes: !truncating, context: context)
             var opening = opening
-            if truncating, isWritable {
+            if isWritable {
                 opening = passthrough.settle(inode: record.inode, opening, candidate: .local(local))
             }
             let writesThroughKernel = isWritable && opening.passesThrough
@@ -153,14 +154,47 @@ extension FileSystem {
                     $0.contentModificationDate = .now
                 }
             }
+            let marksWriter = writesThroughKernel && !truncating
+            if marksWriter { try await markWriter(of: record.inode, local: local) }
             if writesThroughKernel { startWritingThroughKernel(record.inode, local: local) }
             return OpenFile(
                 record: record, readAhead: readAhead, local: local, isWritable: isWritable,
-                bypassesPageCache: opening.backing != nil, opening: opening)
+                bypassesPageCache: opening.backing != nil, opening: opening, marksWriter: marksWriter)
         } catch {
             if isWritable { localFiles.endWriting(record.inode) }
             throw error
         }
+    }
+
+    /// A writer without O_TRUNC that the kernel writes for has no journal entry until a save
+    /// sees its writes, so a daemon ended before that would forget them. Its local content gets a
+    /// modification time a second in the past, which any write moves off, and the store keeps it
+    /// as the writer's mark until the release; a restart journals the contents of a local content
+    /// whose time is no longer its mark (`settleInterruptedWriters`, DECISIONS 102).
+    private func markWriter(of inode: UInt64, local: LocalFile) async throws {
+        let now = Timestamp.now
+        let mark = Timestamp(seconds: now.seconds - 1, nanoseconds: now.nanoseconds)
+        try await local.setModification(mark)
+        try await store.markWriter(inode: inode, modification: mark)
+    }
+
+    /// Journals the contents of each local content that a writer the kernel wrote for had open
+    /// when the daemon last ended, if its time moved off the writer's mark; forgets the marks.
+    static func settleInterruptedWriters(store: MetadataStore, localFiles: LocalFileFolder, logger: Logger)
+        async throws
+    {
+        let marks = try await store.writerMarks()
+        guard !marks.isEmpty else { return }
+        var written: [UInt64: (size: UInt64, modification: Timestamp)] = [:]
+        for (inode, mark) in marks {
+            guard let status = try await localFiles.sizeAndModification(of: inode), status.modification != mark
+            else { continue }
+            written[inode] = status
+        }
+        if !written.isEmpty {
+            logger.notice("\(written.count) file(s) written before the daemon last ended are journalled for upload")
+        }
+        try await store.settleInterruptedWriters(written)
     }
 
     /// The local content of a file, made from the remote content (all of it fetched first) unless

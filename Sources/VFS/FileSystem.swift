@@ -76,6 +76,7 @@ public final class FileSystem: FileSystemOperations {
         try await store.requeueSending()
         let localFiles = try LocalFileFolder(
             root: cache.directory.removingLastComponent(), items: try await store.localContentItems())
+        try await settleInterruptedWriters(store: store, localFiles: localFiles, logger: logger)
         let fileSystem = FileSystem(
             provider: provider, store: store, cache: cache, localFiles: localFiles, root: record,
             configuration: configuration, isOffline: isOffline, logger: logger)
@@ -258,10 +259,10 @@ public final class FileSystem: FileSystemOperations {
             let olderOpen = self.openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
             let file: OpenFile
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
-                // A truncating writer journals the contents at open, so the kernel may write for
-                // it as for a creation (DECISIONS 98), once its local content is ready.
+                // The kernel may write for a writer alone on its file, once its local content is
+                // ready (DECISIONS 98, 102).
                 let opening =
-                    flags & O_TRUNC != 0 && flags & O_ACCMODE != O_RDONLY
+                    flags & O_ACCMODE != O_RDONLY
                     ? self.passthrough.openWriter(inode: record.inode)
                     : self.passthrough.open(inode: record.inode, candidate: nil)
                 do {
@@ -410,6 +411,9 @@ public final class FileSystem: FileSystemOperations {
                 if file.isWritable { self.localFiles.endWriting(file.record.inode) }
             }
             try await self.saveWrites(of: file, inode: inode)
+            // Only now, with what the kernel wrote journalled: a restart before this line
+            // compares the local content with its mark (DECISIONS 102).
+            if file.marksWriter { try await self.store.clearWriterMark(inode: file.record.inode) }
         }
         if file.isWritable { uploader.wake() }
     }

@@ -52,6 +52,18 @@ final class LocalFile: FileDescriptorOwner {
         }
     }
 
+    /// Sets the content's modification time (and leaves its access time alone).
+    func setModification(_ time: Timestamp) async throws {
+        let descriptor = self.descriptor
+        try await BlockingIO.run {
+            let times = [
+                timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2),  // UTIME_OMIT, not imported by Swift
+                timespec(tv_sec: Int(time.seconds), tv_nsec: Int(time.nanoseconds)),
+            ]
+            guard futimens(descriptor.rawValue, times) == 0 else { throw Errno(rawValue: errno) }
+        }
+    }
+
     /// Makes the written bytes durable (fsync).
     func synchronize() async throws {
         let descriptor = self.descriptor

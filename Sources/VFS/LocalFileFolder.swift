@@ -138,6 +138,13 @@ final class LocalFileFolder: Sendable {
         try await status(of: inode).map { UInt64($0.st_size) } ?? 0
     }
 
+    /// The length and modification time of the local content of `inode`; nil when it has no file.
+    func sizeAndModification(of inode: UInt64) async throws -> (size: UInt64, modification: Timestamp)? {
+        try await status(of: inode).map {
+            (UInt64($0.st_size), Timestamp(seconds: Int64($0.st_mtim.tv_sec), nanoseconds: UInt32($0.st_mtim.tv_nsec)))
+        }
+    }
+
     /// `stat` of the local content of `inode`; nil when it has no file.
     private func status(of inode: UInt64) async throws -> stat? {
         let path = path(of: inode)

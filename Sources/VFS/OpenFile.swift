@@ -20,13 +20,16 @@ final class OpenFile: Sendable {
     let bypassesPageCache: Bool
     /// Whether the kernel reads this handle's cache file itself (`PassthroughFiles`).
     let opening: PassthroughFiles.Opening
+    /// Whether the store holds this writer's mark until its release (`FileSystem.markWriter`).
+    let marksWriter: Bool
     /// Whether the journal already says the contents changed (so a write needs no entry of its
     /// own), and whether bytes were written since the handle's changes were last saved.
     private let writes = Mutex((journalled: false, unsaved: false))
 
     init(
         record: ItemRecord, readAhead: ReadAheadWindow, local: LocalFile? = nil, isWritable: Bool = false,
-        bypassesPageCache: Bool = false, content: CachedContent? = nil, opening: PassthroughFiles.Opening = .requests
+        bypassesPageCache: Bool = false, content: CachedContent? = nil, opening: PassthroughFiles.Opening = .requests,
+        marksWriter: Bool = false
     ) {
         self.record = record
         self.readAhead = Mutex(readAhead)
@@ -35,6 +38,7 @@ final class OpenFile: Sendable {
         self.bypassesPageCache = bypassesPageCache
         self.content = Mutex(content)
         self.opening = opening
+        self.marksWriter = marksWriter
     }
 
     /// The answer to the open that made this handle. While a handle of an older version is open

@@ -13,9 +13,10 @@ import SystemPackage
 ///
 /// A read-only handle of a file whose bytes are all here gets a backing file: a complete cache
 /// file of the version it opens, or the local content of a file written here. So does a writer
-/// whose contents the journal holds from its open on, alone on its inode (a creation, or a
-/// truncation that `openWriter` and `settle` let through): the kernel writes its local content.
-/// The daemon has nothing to do for their reads and writes. The kernel then holds each inode in one of two modes: while
+/// alone on its inode (a creation, or an open for writing that `openWriter` and `settle` let
+/// through), whose contents the journal holds from its open on or whose open left a mark
+/// (`FileSystem.markWriter`): the kernel writes its local content. The daemon has nothing to do
+/// for their reads and writes. The kernel then holds each inode in one of two modes: while
 /// some handle has a backing file, every other open of the inode must name the same one (or fail
 /// with EIO); while a handle without one is open, an open with one fails. So every open and
 /// release of a file goes through here, and:
@@ -86,7 +87,7 @@ final class PassthroughFiles: Sendable {
         var inodes: [UInt64: InodeMode] = [:]
         /// Inodes that had a handle without a backing file since the kernel last forgot them.
         var pagesInKernel: Set<UInt64> = []
-        /// Inodes whose one handle, a truncating writer, waits for its content (`openWriter`).
+        /// Inodes whose one handle, a writer, waits for its local content (`openWriter`).
         var settling: Set<UInt64> = []
         /// Local contents the kernel writes for a passthrough writer, by inode: the writer's
         /// descriptor to read their size and time from, and the time the daemon last saw. One
@@ -130,7 +131,7 @@ final class PassthroughFiles: Sendable {
         }
     }
 
-    /// How a truncating writer of `inode` opens before its local content is ready: as `open`
+    /// How a writer of `inode` opens before its local content is ready: as `open`
     /// without a candidate, except that a writer alone on an inode the kernel holds no pages of
     /// is held open by requests until `settle` says whether it passes through after all.
     func openWriter(inode: UInt64) -> Opening {

@@ -166,6 +166,44 @@ extension MountTests {
             }
         }
 
+        @Test(
+            "a writer without O_TRUNC alone on its file is written by the kernel; its in-place write reaches the remote, even after kill -9 of the daemon while the file is open",
+            arguments: [false, true])
+        func inPlaceWriterIsWrittenByTheKernel(_ killed: Bool) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("edit.txt", Self.first)
+            let remote = try await WritableRemote.start(.folder, in: scratch)
+            defer { remote.stop() }
+            let first = try await TestMount.start(remote: remote.argument, in: scratch)
+            defer { first.unmount() }
+            let before = try await first.status().reads.passthroughWriters
+            let writer = try Self.open(first.path("edit.txt"), O_RDWR)
+            #expect(Self.read(writer) == Self.first)
+            // Asked before the write: the command's fork closes a copy of the descriptor, and
+            // that close is a flush, which would save the write.
+            #expect(try await first.status().reads.passthroughWriters == before + 1)
+            #expect(pwrite(writer, "THE", 3, 0) == 3)
+            let expected = "THE first version\n"
+            guard killed else {
+                #expect(close(writer) == 0)
+                try await first.sync()
+                #expect(try String(contentsOfFile: scratch.remote + "/edit.txt", encoding: .utf8) == expected)
+                return
+            }
+            // The daemon never hears of the write: only the mark made at open tells the next one.
+            let daemon = try #require(first.daemon)
+            daemon.send(SIGKILL)
+            #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
+            close(writer)
+
+            let second = try await TestMount.start(remote: remote.argument, in: scratch)
+            defer { second.unmount() }
+            try await second.sync()
+            #expect(try String(contentsOfFile: scratch.remote + "/edit.txt", encoding: .utf8) == expected)
+            #expect(try String(contentsOfFile: second.path("edit.txt"), encoding: .utf8) == expected)
+        }
+
         /// The size `stat` gives for `path`, or -1.
         static func size(of path: String) -> Int {
             var status = stat()
