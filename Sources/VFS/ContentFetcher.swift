@@ -148,7 +148,9 @@ final class ContentFetcher: Sendable {
                 return
             }
             defer { limiter.release(slot) }
-            await fetch(claim, of: content, version: version, name: name)
+            let started = ContinuousClock.now
+            let fetched = await fetch(claim, of: content, version: version, name: name)
+            if slot == .readAhead, fetched { noteReadAheadEnded(UInt64(claim.range.count), after: .now - started) }
         }
         running.withLock { running in
             if running[key] != nil { running[key]?.task = task }
@@ -167,7 +169,20 @@ final class ContentFetcher: Sendable {
         }
     }
 
-    private func fetch(_ claim: ContentClaim, of content: CachedContent, version: ItemVersion, name: String) async {
+    /// Read-ahead may have the last slot while its largest request would end within a second at
+    /// the rate this one had: a reader then waits about that long at most for a slot of its own.
+    /// A slow remote (or none ended yet) keeps the slot for readers (DECISIONS 101, 103).
+    private func noteReadAheadEnded(_ bytes: UInt64, after duration: Duration) {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let quick = Double(bytes) >= Double(configuration.readAheadRequestSize) * seconds
+        limiter.keepReserve(!quick)
+    }
+
+    /// Fetches `claim` into `content`; true when every byte of it came.
+    @discardableResult
+    private func fetch(_ claim: ContentClaim, of content: CachedContent, version: ItemVersion, name: String) async
+        -> Bool
+    {
         let download = statistics.fetchStarted(name: name, range: claim.range)
         let progress = ProgressMark()
         let sink = CacheSink(content: content, progress: progress, statistics: statistics, download: download)
@@ -213,6 +228,7 @@ final class ContentFetcher: Sendable {
             }
             content.finish(claim, error: nil)
             statistics.fetchEnded(download, failed: false)
+            return true
         } catch {
             logger.warning("fetch of \(claim.range) of \(identifier) failed: \(error)")
             if !(error is CancellationError) { statistics.noteProblem("fetch of \(name) failed: \(error)") }
@@ -220,6 +236,7 @@ final class ContentFetcher: Sendable {
             let forgotten = content.finish(claim, error: error, untrusted: sink.written)
             if !forgotten.isEmpty { dropKernelCopies(of: forgotten, of: identifier) }
             statistics.fetchEnded(download, failed: true)
+            return false
         }
     }
 

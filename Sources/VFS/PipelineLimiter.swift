@@ -13,9 +13,11 @@ enum FetchPriority: Sendable {
 /// queued read-ahead is promoted once a reader starts waiting on it. Cancelling a waiting task
 /// takes it out of the queue.
 ///
-/// Read-ahead never holds the last slot (at depths above one): a streaming reader's window can
-/// fill every other slot with large requests, which on a slow link take many seconds each, and a
-/// read of another file must not wait for one of them to end (DECISIONS 101).
+/// Read-ahead does not hold the last slot (at depths above one) unless `keepReserve(false)` said
+/// its requests end quickly: a streaming reader's window can fill every other slot with large
+/// requests, which on a slow link take many seconds each, and a read of another file must not
+/// wait for one of them to end (DECISIONS 101); on a fast link that slot is a stream's speed, and
+/// a reader waits at most for the quickest of the requests in flight (DECISIONS 103).
 final class PipelineLimiter: Sendable {
     /// Identifies one queued or running fetch, for promotion and cancellation.
     struct Ticket: Hashable, Sendable {
@@ -38,8 +40,12 @@ final class PipelineLimiter: Sendable {
     /// Guards the slots in use, both queues and ticket numbering.
     private struct State {
         let depth: Int
-        /// The most slots read-ahead may hold at once: all but one, at depths above one.
+        /// The most slots read-ahead may hold at once while the reserve is kept: all but one, at
+        /// depths above one.
         let readAheadDepth: Int
+        /// Whether read-ahead is kept from the last slot (until its requests are known to end
+        /// quickly).
+        var keepsReserve = true
         var inUse = 0
         var readAheadInUse = 0
         var interactive: [Waiter] = []
@@ -62,7 +68,7 @@ final class PipelineLimiter: Sendable {
                 inUse += 1
                 return .interactive
             case .readAhead:
-                guard readAheadInUse < readAheadDepth else { return nil }
+                guard readAheadInUse < (keepsReserve ? readAheadDepth : depth) else { return nil }
                 inUse += 1
                 readAheadInUse += 1
                 return .readAhead
@@ -129,6 +135,17 @@ final class PipelineLimiter: Sendable {
             state.inUse -= 1
             if slot == .readAhead { state.readAheadInUse -= 1 }
             return state.nextWaiter()
+        }
+        if let (waiter, granted) = next { waiter.continuation.resume(returning: granted) }
+    }
+
+    /// Keeps the last slot from read-ahead or gives it back to it; a queued read-ahead may take a
+    /// slot that is free now.
+    func keepReserve(_ keep: Bool) {
+        let next = state.withLock { state -> (Waiter, Slot)? in
+            guard state.keepsReserve != keep else { return nil }
+            state.keepsReserve = keep
+            return keep ? nil : state.nextWaiter()
         }
         if let (waiter, granted) = next { waiter.continuation.resume(returning: granted) }
     }

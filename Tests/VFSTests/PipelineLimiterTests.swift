@@ -14,6 +14,23 @@ struct PipelineLimiterTests {
         #expect(limiter.tryAcquire(.interactive) == nil)
     }
 
+    @Test("once read-ahead's requests end quickly it may have the last slot, until they do not")
+    func quickReadAheadTakesTheLastSlot() async throws {
+        let limiter = PipelineLimiter(depth: 2)
+        let first = try #require(limiter.tryAcquire(.readAhead))
+        let queued = Task { try await limiter.acquire(limiter.makeTicket(), priority: .readAhead) }
+        try await Task.sleep(for: .milliseconds(50))
+        limiter.keepReserve(false)
+        let second = try await queued.value
+        #expect(limiter.tryAcquire(.interactive) == nil)
+
+        limiter.keepReserve(true)
+        limiter.release(second)
+        #expect(limiter.tryAcquire(.readAhead) == nil, "the slot is the readers' again")
+        #expect(limiter.tryAcquire(.interactive) == .interactive)
+        limiter.release(first)
+    }
+
     @Test("a depth of one is all read-ahead's while no reader waits")
     func depthOneServesReadAhead() {
         let limiter = PipelineLimiter(depth: 1)
