@@ -150,7 +150,9 @@ final class ContentFetcher: Sendable {
             defer { limiter.release(slot) }
             let started = ContinuousClock.now
             let fetched = await fetch(claim, of: content, version: version, name: name)
-            if slot == .readAhead, fetched { noteReadAheadEnded(UInt64(claim.range.count), after: .now - started) }
+            if slot == .readAhead {
+                noteReadAheadEnded(UInt64(claim.range.count), after: .now - started, fetched: fetched)
+            }
         }
         running.withLock { running in
             if running[key] != nil { running[key]?.task = task }
@@ -171,10 +173,9 @@ final class ContentFetcher: Sendable {
 
     /// Read-ahead may have the last slot while its largest request would end within a second at
     /// the rate this one had: a reader then waits about that long at most for a slot of its own.
-    /// A slow remote (or none ended yet) keeps the slot for readers (DECISIONS 101, 103).
-    private func noteReadAheadEnded(_ bytes: UInt64, after duration: Duration) {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        let quick = Double(bytes) >= Double(configuration.readAheadRequestSize) * seconds
+    /// A slow or failing remote (or none ended yet) keeps the slot for readers (DECISIONS 101, 103).
+    private func noteReadAheadEnded(_ bytes: UInt64, after duration: Duration, fetched: Bool) {
+        let quick = fetched && Double(bytes) >= Double(configuration.readAheadRequestSize) * (duration / .seconds(1))
         limiter.keepReserve(!quick)
     }
 

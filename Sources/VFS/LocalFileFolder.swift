@@ -140,9 +140,7 @@ final class LocalFileFolder: Sendable {
 
     /// The length and modification time of the local content of `inode`; nil when it has no file.
     func sizeAndModification(of inode: UInt64) async throws -> (size: UInt64, modification: Timestamp)? {
-        try await status(of: inode).map {
-            (UInt64($0.st_size), Timestamp(seconds: Int64($0.st_mtim.tv_sec), nanoseconds: UInt32($0.st_mtim.tv_nsec)))
-        }
+        try await status(of: inode).map { (UInt64($0.st_size), Timestamp($0.st_mtim)) }
     }
 
     /// `stat` of the local content of `inode`; nil when it has no file.

@@ -199,10 +199,7 @@ final class PassthroughFiles: Sendable {
     private static func status(of file: FileDescriptor) -> (size: UInt64, modification: Timestamp)? {
         var status = stat()
         guard fstat(file.rawValue, &status) == 0 else { return nil }
-        return (
-            UInt64(status.st_size),
-            Timestamp(seconds: Int64(status.st_mtim.tv_sec), nanoseconds: UInt32(status.st_mtim.tv_nsec))
-        )
+        return (UInt64(status.st_size), Timestamp(status.st_mtim))
     }
 
     /// The kernel forgot `inode`, and with it every page it cached of the file.
