@@ -10,7 +10,11 @@ extension MetadataStore {
     /// Stores an item made here, journals its creation and, for a file, notes that its content
     /// lives in the local folder. A new directory is complete: it has no children anywhere yet.
     /// Nil when its folder has an item of that name already (checked in the same transaction).
-    public func insertLocalItem(_ item: Item, fields: ItemFields) async throws -> ItemRecord? {
+    /// `whileInserting` gets the new inode before the transaction commits, so what it records
+    /// holds before the uploader can read the entry; it must not block.
+    public func insertLocalItem(
+        _ item: Item, fields: ItemFields, whileInserting: @Sendable (UInt64) -> Void = { _ in }
+    ) async throws -> ItemRecord? {
         try await write { db in
             var item = item
             item.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
@@ -32,6 +36,7 @@ extension MetadataStore {
             case .symlink:
                 break
             }
+            whileInserting(record.inode)
             return record
         }
     }

@@ -9,6 +9,7 @@ import FileProviderKit
 import FuseKit
 import Logging
 import MetadataStore
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -22,9 +23,12 @@ extension FileSystem {
         async throws -> (Entry, OpenReply)
     {
         try await answering {
-            let record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode, keeping: true)
-            let local = try await self.localFiles.open(record.inode)
-            self.localFiles.beginWriting(record.inode)
+            let record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode, openToWrite: true)
+            let local: LocalFile
+            do { local = try await self.localFiles.open(record.inode) } catch {
+                self.localFiles.endWriting(record.inode)
+                throw error
+            }
             let readAhead = self.newReadAheadWindow()
             // A new inode has no other handle, and its creation journals its contents: the kernel
             // may write its local content itself (DECISIONS 98).
@@ -95,11 +99,13 @@ extension FileSystem {
     }
 
     /// Stores a new item `name` in `parent` under a local identifier and journals its creation.
-    /// With `keeping`, memory keeps its record (see `NodeTable`): a file created open, whose
-    /// writes change it in memory, and which may be unlinked while it is open.
+    /// With `openToWrite` (a file created open), memory keeps its record (see `NodeTable`), since
+    /// its writes change it in memory and it may be unlinked while open; and it is open for
+    /// writing (`LocalFileFolder.beginWriting`) from before the uploader can read its creation, so
+    /// the creation is not sent empty ahead of the handle's writes.
     private func makeItem(
         in parent: InodeNumber, named name: [UInt8], kind: ItemKind, mode: UInt32, target: [UInt8]? = nil,
-        keeping: Bool = false
+        openToWrite: Bool = false
     ) async throws -> ItemRecord {
         try refuseIfReadOnly()
         let directory = try await directory(parent)
@@ -119,10 +125,28 @@ extension FileSystem {
         case .directory: break
         }
         let epoch = nodes.epoch
-        guard let record = try await store.insertLocalItem(item, fields: fields) else { throw Errno.fileExists }
-        nodes.addLookup(of: record)
-        if keeping, !nodes.keep(record, readAt: epoch) { return try await keptRecord(InodeNumber(record.inode)) }
-        return record
+        let writer = Mutex<UInt64?>(nil)
+        do {
+            let inserted = try await store.insertLocalItem(item, fields: fields) { [localFiles] inode in
+                guard openToWrite else { return }
+                writer.withLock { writer in
+                    // A write retried after the disk filled up runs this again, perhaps with another inode.
+                    guard writer != inode else { return }
+                    if let earlier = writer { localFiles.endWriting(earlier) }
+                    localFiles.beginWriting(inode)
+                    writer = inode
+                }
+            }
+            guard let record = inserted else { throw Errno.fileExists }
+            nodes.addLookup(of: record)
+            if openToWrite, !nodes.keep(record, readAt: epoch) {
+                return try await keptRecord(InodeNumber(record.inode))
+            }
+            return record
+        } catch {
+            if let inode = writer.withLock({ $0 }) { localFiles.endWriting(inode) }
+            throw error
+        }
     }
 
     // MARK: Contents

@@ -49,6 +49,25 @@ struct WriteTests {
         #expect(remote.contents(of: item.identifier) == bytes("bytes after all\n"))
     }
 
+    /// A file created open counts as being written from the moment its creation is journalled: an
+    /// uploader woken at any time in between never sends it empty ahead of its bytes.
+    @Test func aFileCreatedOpenIsSentOnceWithItsBytes() async throws {
+        let remote = try InMemoryProvider.docs()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let waking = Task {
+            while !Task.isCancelled {
+                vfs.fileSystem.retryUploadsNow()
+                await Task.yield()
+            }
+        }
+        defer { waking.cancel() }
+        for index in 0..<200 { try await vfs.writeFile("docs/f\(index)", bytes("\(index)\n")) }
+        try await vfs.waitForUploads()
+        #expect(remote.recorder.count(.createItem) == 200)
+        #expect(remote.recorder.count(.modifyItem) == 0)
+        #expect(remote.contents(of: try #require(remote.item(atPath: "docs/f199")).identifier) == bytes("199\n"))
+    }
+
     @Test func editsRenamesAndDeletionsReachTheRemote() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
