@@ -145,6 +145,11 @@ extension ProviderConformance {
         try await expectError("creating a directory over a taken name", "filenameCollision", matching: isCollision) {
             _ = try await create(name, .directory, in: scratch)
         }
+        let folder = try await create(scratchName(.filenameCollision, "folder"), .directory, in: scratch)
+        try await expectError("creating a file over a taken directory name", "filenameCollision", matching: isCollision)
+        {
+            _ = try await create(folder.filename.description, .file, in: scratch, contents: [4])
+        }
         let other = try await create(scratchName(.filenameCollision, "other"), .file, in: scratch, contents: [3])
         var rename = other
         rename.filename = Filename(name)
@@ -154,7 +159,7 @@ extension ProviderConformance {
         }
         try expect(
             try await fetch(taken.identifier).bytes == [1], "a refused create or rename overwrote the taken name")
-        for item in [taken, other] { try await cleanUp(item) }
+        for item in [taken, folder, other] { try await cleanUp(item) }
         return .passed
     }
 

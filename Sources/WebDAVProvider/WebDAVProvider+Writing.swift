@@ -15,41 +15,39 @@ extension WebDAVProvider {
     {
         if template.kind == .symlink, !features.contains(.symlinks) { throw ProviderError.featureUnsupported }
         let path = try serverPath(of: template.filename, kind: template.kind, in: template.parentIdentifier)
-        // Asked first because servers answer a taken name differently (405, 400, 412, or a silent
-        // overwrite when a precondition is ignored); the request's own precondition covers a race.
-        if let existing = try await existingItem(at: path) {
-            // A folder that exists is what was asked for; a file may hold anyone's bytes, so a
-            // replayed file creation meets a collision rather than adopt them.
-            if options.contains(.mayAlreadyExist), existing.kind == .directory, template.kind == .directory {
-                return existing
-            }
+        let isFolder = template.kind == .directory
+        // A MKCOL never replaces what is there, nor does a PUT with `If-None-Match: *` on a server
+        // that honours it; where that is not known, a PROPFIND first keeps a PUT from overwriting
+        // a taken name (some servers ignore the precondition; the precondition covers a race).
+        if !isFolder, takenNamesRefused.withLock({ $0 }) != true, let existing = try await existingItem(at: path) {
             throw ProviderError.filenameCollision(existing: existing.identifier)
         }
-        switch template.kind {
-        case .directory:
+        let status: HTTPResponseStatus
+        if isFolder {
             let request = WebDAVClient.Request(method: .MKCOL, path: path, isCollection: true, isIdempotent: false)
-            let (response, _) = try await client.sendCollecting(request)
-            switch response.status.code {
-            case 200, 201:
-                break
-            case 405:
-                let existing = try await properties(of: path)
-                if options.contains(.mayAlreadyExist), existing.kind == .directory { return existing }
-                throw ProviderError.filenameCollision(existing: existing.identifier)
-            case 409:
-                throw ProviderError.noSuchItem(template.parentIdentifier)
-            default:
-                throw WebDAVClient.error(for: response.status, path: path, method: request.method)
-            }
-        case .file, .symlink:
+            status = try await client.sendCollecting(request).0.status
+        } else {
             let body: Upload = template.kind == .file ? .file(contents) : .bytes(template.symlinkTarget ?? [])
-            let status = try await put(body, to: path, precondition: ("If-None-Match", "*"))
+            status = try await put(body, to: path, precondition: ("If-None-Match", "*"))
+            if status == .preconditionFailed {
+                takenNamesRefused.withLock { $0 = true }
+            } else if status.madeIt, takenNamesRefused.withLock({ $0 }) == nil {
+                try await learnWhetherTakenNamesAreRefused(resending: body, to: path)
+            }
+        }
+        if !status.madeIt {
+            // Servers answer a taken name differently (405, 409, 412, 400): what is there decides.
+            if (400..<500).contains(status.code), let existing = try? await existingItem(at: path) {
+                // A folder that exists is what was asked for; a file may hold anyone's bytes, so a
+                // replayed file creation meets a collision rather than adopt them.
+                if options.contains(.mayAlreadyExist), existing.kind == .directory, isFolder { return existing }
+                throw ProviderError.filenameCollision(existing: existing.identifier)
+            }
             switch status.code {
-            case 200, 201, 204: break
-            case 412: throw ProviderError.filenameCollision(existing: try? await existingItem(at: path)?.identifier)
+            case 412: throw ProviderError.filenameCollision(existing: nil)
             // A missing parent: 409 from Apache, 404 from rclone.
             case 404, 409: throw ProviderError.noSuchItem(template.parentIdentifier)
-            default: throw WebDAVClient.error(for: status, path: path, method: .PUT)
+            default: throw WebDAVClient.error(for: status, path: path, method: isFolder ? .MKCOL : .PUT)
             }
         }
         if fields.contains(.extendedAttributes), let attributes = template.extendedAttributes, !attributes.isEmpty {
@@ -140,6 +138,26 @@ extension WebDAVProvider {
         return try await send(nil)
     }
 
+    /// Learns once whether the server honours `If-None-Match: *` over a file that exists, by
+    /// sending the file just created again with it: a server that honours it answers 412, and
+    /// later creations go without a PROPFIND first; one that ignores it writes the same bytes
+    /// again. Contents larger than one request chunk wait for a smaller creation to ask. Any
+    /// other answer fails the creation, as a failed PUT would: the server may hold part of it.
+    private func learnWhetherTakenNamesAreRefused(resending upload: Upload, to path: RemotePath) async throws {
+        if case .file(let contents?) = upload {
+            let size = try await BlockingIO.run { try Self.size(of: contents) }
+            guard size <= Int64(FileChunks.size) else { return }
+        }
+        let status = try await put(upload, to: path, precondition: ("If-None-Match", "*"))
+        if status == .preconditionFailed {
+            takenNamesRefused.withLock { $0 = true }
+        } else if status.madeIt {
+            takenNamesRefused.withLock { $0 = false }
+        } else {
+            throw WebDAVClient.error(for: status, path: path, method: .PUT)
+        }
+    }
+
     /// Where an item named `name` of `kind` lives on the server in the folder `parent`: a link
     /// (`--links`) lives in its marker file.
     private func serverPath(of name: Filename, kind: ItemKind, in parent: ItemIdentifier) throws -> RemotePath {
@@ -153,6 +171,11 @@ extension WebDAVProvider {
     /// The item at `path`, or nil when there is none.
     private func existingItem(at path: RemotePath) async throws -> Item? {
         do { return try await properties(of: path) } catch ProviderError.noSuchItem { return nil }
+    }
+
+    /// The size of the file at `url`, read off the cooperative threads by the caller.
+    private static func size(of url: URL) throws -> Int64 {
+        ((try FileManager.default.attributesOfItem(atPath: url.path))[.size] as? NSNumber)?.int64Value ?? 0
     }
 
     /// What a `PUT` sends: a file's content (empty when nil), or a link's target.
@@ -172,9 +195,7 @@ extension WebDAVProvider {
         defer { opened.closeAll() }
         switch upload {
         case .file(let contents?):
-            let size = try await BlockingIO.run {
-                ((try FileManager.default.attributesOfItem(atPath: contents.path))[.size] as? NSNumber)?.int64Value ?? 0
-            }
+            let size = try await BlockingIO.run { try Self.size(of: contents) }
             let progress = UploadProgress.reporter(for: contents)
             body = {
                 .stream(
@@ -317,4 +338,9 @@ final class OpenedFiles: Sendable {
         }
         for handle in all { try? handle.close() }
     }
+}
+
+extension HTTPResponseStatus {
+    /// The answers of a `PUT` or `MKCOL` that did what it asked.
+    fileprivate var madeIt: Bool { [200, 201, 204].contains(code) }
 }

@@ -28,6 +28,9 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     /// The server refused to keep a dead property: extended attributes stay on this machine for
     /// the rest of the mount, without asking again.
     let refusesDeadProperties = Mutex(false)
+    /// Whether the server answers a `PUT` with `If-None-Match: *` over a file that exists with 412,
+    /// as RFC 9110 asks: then a creation needs no PROPFIND first. Nil until a creation found out.
+    let takenNamesRefused = Mutex<Bool?>(nil)
     /// Where listings too long for one page wait for their next pages.
     let spoolDirectory: URL
 
