@@ -2,6 +2,7 @@ import FileProviderKit
 import Foundation
 import FuseKit
 import ProviderTesting
+import Synchronization
 import SystemPackage
 import Testing
 import VFS
@@ -54,13 +55,16 @@ struct WriteTests {
     @Test func aFileCreatedOpenIsSentOnceWithItsBytes() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
-        let waking = Task {
-            while !Task.isCancelled {
-                vfs.fileSystem.retryUploadsNow()
-                await Task.yield()
+        // Woken from a thread of its own: a loop on the cooperative pool would starve other tests.
+        let stop = Mutex(false)
+        let waker = Thread { [fileSystem = vfs.fileSystem] in
+            while !stop.withLock({ $0 }) {
+                fileSystem.retryUploadsNow()
+                usleep(20)
             }
         }
-        defer { waking.cancel() }
+        waker.start()
+        defer { stop.withLock { $0 = true } }
         for index in 0..<200 { try await vfs.writeFile("docs/f\(index)", bytes("\(index)\n")) }
         try await vfs.waitForUploads()
         #expect(remote.recorder.count(.createItem) == 200)
