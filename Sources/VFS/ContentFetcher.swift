@@ -150,7 +150,7 @@ final class ContentFetcher: Sendable {
             defer { limiter.release(slot) }
             let started = ContinuousClock.now
             let fetched = await fetch(claim, of: content, version: version, name: name)
-            if slot == .readAhead {
+            if slot.isReadAhead {
                 noteReadAheadEnded(UInt64(claim.range.count), after: .now - started, fetched: fetched)
             }
         }

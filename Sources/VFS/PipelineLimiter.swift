@@ -14,10 +14,11 @@ enum FetchPriority: Sendable {
 /// takes it out of the queue.
 ///
 /// Read-ahead does not hold the last slot (at depths above one) unless `keepReserve(false)` said
-/// its requests end quickly: a streaming reader's window can fill every other slot with large
-/// requests, which on a slow link take many seconds each, and a read of another file must not
-/// wait for one of them to end (DECISIONS 101); on a fast link that slot is a stream's speed, and
-/// a reader waits at most for the quickest of the requests in flight (DECISIONS 103).
+/// its requests end quickly and none running has taken longer than `slowReadAhead`: a streaming
+/// reader's window can fill every other slot with large requests, which on a slow link take many
+/// seconds each, and a read of another file must not wait for one of them to end (DECISIONS 101);
+/// on a fast link that slot is a stream's speed, and a reader waits at most for the quickest of
+/// the requests in flight (DECISIONS 103, 106).
 final class PipelineLimiter: Sendable {
     /// Identifies one queued or running fetch, for promotion and cancellation.
     struct Ticket: Hashable, Sendable {
@@ -25,9 +26,12 @@ final class PipelineLimiter: Sendable {
     }
 
     /// A slot held, by the kind of fetch it was given to; give it back with `release`.
-    enum Slot: Sendable {
+    enum Slot: Sendable, Hashable {
         case interactive
-        case readAhead
+        /// Given to read-ahead at `since`.
+        case readAhead(since: ContinuousClock.Instant)
+
+        var isReadAhead: Bool { if case .readAhead = self { true } else { false } }
     }
 
     let depth: Int
@@ -46,8 +50,12 @@ final class PipelineLimiter: Sendable {
         /// Whether read-ahead is kept from the last slot (until its requests are known to end
         /// quickly).
         var keepsReserve = true
+        /// A read-ahead request running longer than this keeps the last slot from read-ahead: the
+        /// remote turned slow since the last one ended.
+        let slowReadAhead: Duration
         var inUse = 0
-        var readAheadInUse = 0
+        /// When each read-ahead slot in use was given.
+        var readAheadSince: [ContinuousClock.Instant] = []
         var interactive: [Waiter] = []
         var readAhead: [Waiter] = []
         var nextTicket: UInt64 = 0
@@ -68,20 +76,23 @@ final class PipelineLimiter: Sendable {
                 inUse += 1
                 return .interactive
             case .readAhead:
-                guard readAheadInUse < (keepsReserve ? readAheadDepth : depth) else { return nil }
+                let now = ContinuousClock.now
+                if readAheadSince.count >= readAheadDepth {
+                    guard !keepsReserve, readAheadSince.allSatisfy({ now - $0 < slowReadAhead }) else { return nil }
+                }
                 inUse += 1
-                readAheadInUse += 1
-                return .readAhead
+                readAheadSince.append(now)
+                return .readAhead(since: now)
             }
         }
     }
 
     private let state: Mutex<State>
 
-    init(depth: Int) {
+    init(depth: Int, slowReadAhead: Duration = .seconds(1)) {
         precondition(depth >= 1, "pipeline depth must be at least 1")
         self.depth = depth
-        self.state = Mutex(State(depth: depth, readAheadDepth: max(depth - 1, 1)))
+        self.state = Mutex(State(depth: depth, readAheadDepth: max(depth - 1, 1), slowReadAhead: slowReadAhead))
     }
 
     /// A new ticket; pass it to `acquire` and, to promote, to `promote`.
@@ -133,7 +144,9 @@ final class PipelineLimiter: Sendable {
     func release(_ slot: Slot) {
         let next = state.withLock { state -> (Waiter, Slot)? in
             state.inUse -= 1
-            if slot == .readAhead { state.readAheadInUse -= 1 }
+            if case .readAhead(let since) = slot, let index = state.readAheadSince.firstIndex(of: since) {
+                state.readAheadSince.remove(at: index)
+            }
             return state.nextWaiter()
         }
         if let (waiter, granted) = next { waiter.continuation.resume(returning: granted) }

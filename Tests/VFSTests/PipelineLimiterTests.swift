@@ -7,8 +7,8 @@ struct PipelineLimiterTests {
     @Test("read-ahead never holds the last slot: a read of another file gets it at once")
     func readAheadLeavesOneSlotForReaders() async throws {
         let limiter = PipelineLimiter(depth: 3)
-        #expect(limiter.tryAcquire(.readAhead) == .readAhead)
-        #expect(limiter.tryAcquire(.readAhead) == .readAhead)
+        #expect(limiter.tryAcquire(.readAhead)?.isReadAhead == true)
+        #expect(limiter.tryAcquire(.readAhead)?.isReadAhead == true)
         #expect(limiter.tryAcquire(.readAhead) == nil)
         #expect(limiter.tryAcquire(.interactive) == .interactive)
         #expect(limiter.tryAcquire(.interactive) == nil)
@@ -16,7 +16,8 @@ struct PipelineLimiterTests {
 
     @Test("once read-ahead's requests end quickly it may have the last slot, until they do not")
     func quickReadAheadTakesTheLastSlot() async throws {
-        let limiter = PipelineLimiter(depth: 2)
+        // No running request may count as slow here, however long a loaded machine sleeps.
+        let limiter = PipelineLimiter(depth: 2, slowReadAhead: .seconds(3600))
         let first = try #require(limiter.tryAcquire(.readAhead))
         let queued = Task { try await limiter.acquire(limiter.makeTicket(), priority: .readAhead) }
         try await Task.sleep(for: .milliseconds(50))
@@ -31,10 +32,26 @@ struct PipelineLimiterTests {
         limiter.release(first)
     }
 
+    @Test("a read-ahead request running longer than the slow mark keeps the last slot for readers")
+    func slowRunningReadAheadKeepsTheLastSlot() async throws {
+        let limiter = PipelineLimiter(depth: 2, slowReadAhead: .milliseconds(100))
+        limiter.keepReserve(false)
+        let slow = try #require(limiter.tryAcquire(.readAhead))
+        let quick = try #require(limiter.tryAcquire(.readAhead), "young requests leave the last slot to read-ahead")
+        limiter.release(quick)
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(limiter.tryAcquire(.readAhead) == nil, "the remote turned slow: the slot is the readers'")
+        let read = try #require(limiter.tryAcquire(.interactive))
+        limiter.release(read)
+        limiter.release(slow)
+        #expect(limiter.tryAcquire(.readAhead)?.isReadAhead == true)
+        #expect(limiter.tryAcquire(.readAhead)?.isReadAhead == true, "the slow request ended")
+    }
+
     @Test("a depth of one is all read-ahead's while no reader waits")
     func depthOneServesReadAhead() {
         let limiter = PipelineLimiter(depth: 1)
-        #expect(limiter.tryAcquire(.readAhead) == .readAhead)
+        #expect(limiter.tryAcquire(.readAhead)?.isReadAhead == true)
         #expect(limiter.tryAcquire(.interactive) == nil)
     }
 
@@ -49,7 +66,7 @@ struct PipelineLimiterTests {
         limiter.release(read)
         #expect(try await queuedRead.value == .interactive)
         limiter.release(ahead)
-        #expect(try await queuedAhead.value == .readAhead)
+        #expect(try await queuedAhead.value.isReadAhead)
     }
 
     @Test("a queued read-ahead that a reader joins takes the slot read-ahead may not")
