@@ -18,7 +18,9 @@ enum ExtendedAttributes {
 
     /// Nil for text that is not such an object: something else's property of that name.
     static func decode(_ text: String) -> [String: [UInt8]]? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else {
+        // An empty property (a server's 404 for it repeats it empty in every response) is not JSON.
+        guard !text.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String]
+        else {
             return nil
         }
         var attributes: [String: [UInt8]] = [:]

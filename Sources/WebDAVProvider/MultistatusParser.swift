@@ -113,7 +113,7 @@ struct MultistatusParser {
         switch element {
         case .response where path.count == 2:
             response = Response()
-        case .propstat where response != nil:
+        case .propstat where isInResponse:
             pending = Response()
             pendingStatus = nil
         case .collection where isInProperty(.resourceType):
@@ -129,14 +129,13 @@ struct MultistatusParser {
         if element == .syncToken, path.count == 2 {
             syncToken = Self.trimmed(text)
         }
-        guard response != nil else { return nil }
+        guard isInResponse else { return nil }
         // Made only where a case reads it: most elements of a response carry none.
         let text = self.text
         var value: String { Self.trimmed(text) }
         switch (element, path.count) {
         case (.response, 2):
-            defer { response = nil }
-            return response
+            return response.take()
         case (.href, 3):
             response?.href = value
         case (.status, 3):
@@ -177,6 +176,12 @@ struct MultistatusParser {
         return String(decoding: text[first...last], as: UTF8.self)
     }
 
+    /// True inside a `response`. Not `response != nil`: for an `Equatable` wrapped type that
+    /// compares two optionals, copying the response each time.
+    private var isInResponse: Bool {
+        if case .some = response { true } else { false }
+    }
+
     /// True inside `response/propstat/prop`, where properties live.
     private var isInProp: Bool {
         path.count >= 4 && path[2] == .propstat && path[3] == .prop
@@ -189,8 +194,8 @@ struct MultistatusParser {
 
     /// Takes a propstat's properties into the response.
     private mutating func merge(_ properties: Response) {
-        guard var merged = response else { return }
-        response = nil  // `merged` is now the only copy, changed in place
+        // Taken out, so that `merged` is the only copy and is changed in place.
+        guard var merged = response.take() else { return }
         merged.isCollection = merged.isCollection || properties.isCollection
         merged.contentLength = properties.contentLength ?? merged.contentLength
         merged.etag = properties.etag ?? merged.etag
@@ -203,13 +208,19 @@ struct MultistatusParser {
         response = merged
     }
 
-    /// 200 from "HTTP/1.1 200 OK" (read from the bytes: every propstat has one).
+    /// 200 from "HTTP/1.1 200 OK": the second word, of one to three digits (read from the bytes,
+    /// without splitting them: every propstat has one).
     private static func statusCode(_ line: [UInt8]) -> Int? {
-        let words = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D })
-        guard words.count >= 2, !words[1].isEmpty, words[1].count <= 3,
-            words[1].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = line.firstIndex(where: { !isSpace($0) }),
+            let gap = line[first...].firstIndex(where: isSpace),
+            let second = line[gap...].firstIndex(where: { !isSpace($0) })
         else { return nil }
-        return words[1].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        let word = line[second...].prefix { !isSpace($0) }
+        guard word.count <= 3, word.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return nil
+        }
+        return word.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
     }
 }
 

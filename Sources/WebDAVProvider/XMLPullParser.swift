@@ -43,6 +43,10 @@ struct XMLPullParser {
     /// The longest markup or text run held while waiting for its end; more means a broken stream.
     static let maximumTokenLength = 1 << 20
 
+    /// A run of the input, borrowed for the length of one `feed`: slicing the array itself would
+    /// count a reference to its storage in and out for every token.
+    private typealias Bytes = Slice<UnsafeBufferPointer<UInt8>>
+
     private var buffer: [UInt8] = []
     private var position = 0
     /// Text with character references decoded, of the events of the last `feed`.
@@ -54,16 +58,19 @@ struct XMLPullParser {
     /// the namespace's in `namespaces`.
     private var declarations: [(prefix: Int, namespace: Int)] = []
     private var sawRoot = false
-    /// Qualified names seen so far, by number, and the number of each spelling.
+    /// Qualified names seen so far, numbered by their spelling.
     private var qualifiedNames: [QualifiedName] = []
-    private var qualifiedNumbers: [Spelling: Int] = [:]
-    /// Prefixes seen so far, by number (0 is the empty one, of the default namespace), and the
-    /// number of each.
-    private var prefixes: [[UInt8]] = [[]]
-    private var prefixNumbers: [Spelling: Int] = [Spelling([]): 0]
-    /// The number in `namespaces` of each namespace name as written in a declaration (servers
-    /// repeat them on every response).
-    private var namespaceNumbers: [Spelling: Int] = [:]
+    private var qualifiedSpellings = SpellingIndex()
+    /// Prefixes seen so far, by number (0 is the empty one, of the default namespace).
+    private var prefixes: SpellingIndex = {
+        var prefixes = SpellingIndex()
+        _ = prefixes.add(UnsafeBufferPointer(start: nil, count: 0))
+        return prefixes
+    }()
+    /// Namespace names as written in a declaration (servers repeat them on every response), and
+    /// the number in `namespaces` of each.
+    private var namespaceSpellings = SpellingIndex()
+    private var namespaceOfSpelling: [Int] = []
     private var namespaces: [String] = [""]
     /// The names by number, and the number of each name.
     private var names: [Name] = []
@@ -87,9 +94,14 @@ struct XMLPullParser {
         decoded.removeAll(keepingCapacity: true)
         buffer.append(contentsOf: bytes)
         var events: [Event] = []
-        while position < buffer.count {
-            guard let consumed = try nextToken(into: &events) else { break }
-            position = consumed
+        // Read through a second reference to the storage: `buffer` stays as it is until the next
+        // feed.
+        let input = buffer
+        try input.withUnsafeBufferPointer { (input) throws(Malformed) in
+            while position < input.count {
+                guard let consumed = try nextToken(in: input, into: &events) else { break }
+                position = consumed
+            }
         }
         if buffer.count - position > Self.maximumTokenLength {
             throw Malformed(reason: "a token longer than \(Self.maximumTokenLength) bytes")
@@ -105,13 +117,17 @@ struct XMLPullParser {
         if !rest.allSatisfy(Self.isSpace) { throw Malformed(reason: "unfinished markup at the end") }
     }
 
-    /// Reads one token starting at `position`; returns where the next starts, or nil when the
-    /// buffer ends before the token does.
-    private mutating func nextToken(into events: inout [Event]) throws(Malformed) -> Int? {
+    /// Reads one token of `input` starting at `position`; returns where the next starts, or nil
+    /// when the input ends before the token does.
+    private mutating func nextToken(in input: UnsafeBufferPointer<UInt8>, into events: inout [Event]) throws(Malformed)
+        -> Int?
+    {
         let start = position
-        guard buffer[start] == UInt8(ascii: "<") else {
-            guard let end = buffer[start...].firstIndex(of: UInt8(ascii: "<")) else { return nil }
-            let text = buffer[start..<end]
+        guard input[start] == UInt8(ascii: "<") else {
+            let from = input.baseAddress! + start
+            guard let found = memchr(from, Int32(UInt8(ascii: "<")), input.count - start) else { return nil }
+            let end = start + UnsafeRawPointer(from).distance(to: found)
+            let text = input[start..<end]
             if open.isEmpty {
                 guard text.allSatisfy(Self.isSpace) else { throw Malformed(reason: "text outside the root element") }
             } else {
@@ -119,40 +135,41 @@ struct XMLPullParser {
             }
             return end
         }
-        guard start + 1 < buffer.count else { return nil }
-        let second = buffer[start + 1]
+        guard start + 1 < input.count else { return nil }
+        let second = input[start + 1]
         guard second == UInt8(ascii: "!") || second == UInt8(ascii: "?") else {
-            guard let end = tagEnd(from: start + 1) else { return nil }
-            try tag(buffer[(start + 1)..<end], into: &events)
+            guard let end = Self.tagEnd(in: input, from: start + 1) else { return nil }
+            try tag(input[(start + 1)..<end], into: &events)
             return end + 1
         }
-        if hasPrefix("<!--", at: start) {
-            return find("-->", from: start + 4).map { $0 + 3 }
+        if Self.hasPrefix("<!--", in: input, at: start) {
+            return Self.find("-->", in: input, from: start + 4).map { $0 + 3 }
         }
-        if hasPrefix("<![CDATA[", at: start) {
-            guard let end = find("]]>", from: start + 9) else { return nil }
+        if Self.hasPrefix("<![CDATA[", in: input, at: start) {
+            guard let end = Self.find("]]>", in: input, from: start + 9) else { return nil }
             guard !open.isEmpty else { throw Malformed(reason: "CDATA outside the root element") }
             events.append(.text(Text(range: (start + 9)..<end, isDecoded: false)))
             return end + 3
         }
-        if hasPrefix("<?", at: start) {
-            return find("?>", from: start + 2).map { $0 + 2 }
+        if Self.hasPrefix("<?", in: input, at: start) {
+            return Self.find("?>", in: input, from: start + 2).map { $0 + 2 }
         }
-        if hasPrefix("<!", at: start) {
-            if buffer.count - start < 9 { return nil }
+        if Self.hasPrefix("<!", in: input, at: start) {
+            if input.count - start < 9 { return nil }
             throw Malformed(reason: "a DTD or declaration, which is not accepted")
         }
-        guard let end = tagEnd(from: start + 1) else { return nil }
-        try tag(buffer[(start + 1)..<end], into: &events)
+        guard let end = Self.tagEnd(in: input, from: start + 1) else { return nil }
+        try tag(input[(start + 1)..<end], into: &events)
         return end + 1
     }
 
     /// Handles the inside of `<…>`: a start tag, an end tag or an empty-element tag.
-    private mutating func tag(_ body: ArraySlice<UInt8>, into events: inout [Event]) throws(Malformed) {
+    private mutating func tag(_ body: Bytes, into events: inout [Event]) throws(Malformed) {
         if body.first == UInt8(ascii: "/") {
             let qualified = body.dropFirst().prefix { !Self.isSpace($0) }
             guard let innermost = open.popLast(),
-                Self.equal(qualifiedNames[innermost.qualified].spelling[...], qualified)
+                SpellingIndex.equal(
+                    qualifiedSpellings.spellings[innermost.qualified], UnsafeBufferPointer(rebasing: qualified))
             else {
                 throw Malformed(reason: "unexpected </\(String(decoding: qualified, as: UTF8.self))>")
             }
@@ -181,22 +198,9 @@ struct XMLPullParser {
         }
     }
 
-    /// Bytes as a dictionary key, hashed in one call: a multistatus repeats a dozen or two
-    /// names thousands of times, and hashing an `ArraySlice` goes byte by byte.
-    private struct Spelling: Hashable {
-        let bytes: ArraySlice<UInt8>
-
-        init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
-
-        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
-
-        static func == (first: Spelling, second: Spelling) -> Bool { XMLPullParser.equal(first.bytes, second.bytes) }
-    }
-
-    /// A qualified name as written, its prefix's number, its local name, and the name it
-    /// resolved to last, by the namespace its prefix stood for.
+    /// A qualified name's prefix's number, its local name, and the name it resolved to last, by
+    /// the namespace its prefix stood for.
     private struct QualifiedName {
-        let spelling: [UInt8]
         let prefix: Int
         let local: String
         var lastNamespace = -1
@@ -204,23 +208,20 @@ struct XMLPullParser {
     }
 
     /// The number of the qualified name `qualified`, numbering it if it is new.
-    private mutating func knownName(_ qualified: ArraySlice<UInt8>) -> Int {
-        if let number = qualifiedNumbers[Spelling(qualified)] { return number }
+    private mutating func knownName(_ qualified: Bytes) -> Int {
+        let spelling = UnsafeBufferPointer(rebasing: qualified)
+        if let number = qualifiedSpellings.number(of: spelling) { return number }
         let colon = qualified.firstIndex(of: UInt8(ascii: ":"))
-        let prefix = colon.map { Array(qualified[..<$0]) } ?? []
+        let prefix = colon.map { qualified[..<$0] } ?? qualified.prefix(0)
         let local = String(decoding: colon.map { qualified[($0 + 1)...] } ?? qualified, as: UTF8.self)
-        let spelling = Array(qualified)
-        qualifiedNames.append(QualifiedName(spelling: spelling, prefix: prefixNumber(prefix[...]), local: local))
-        qualifiedNumbers[Spelling(spelling[...])] = qualifiedNames.count - 1
-        return qualifiedNames.count - 1
+        qualifiedNames.append(QualifiedName(prefix: prefixNumber(prefix), local: local))
+        return qualifiedSpellings.add(spelling)
     }
 
     /// The number of `prefix`, numbering it if it is new.
-    private mutating func prefixNumber(_ prefix: ArraySlice<UInt8>) -> Int {
-        if let number = prefixNumbers[Spelling(prefix)] { return number }
-        prefixes.append(Array(prefix))
-        prefixNumbers[Spelling(prefixes[prefixes.count - 1][...])] = prefixes.count - 1
-        return prefixes.count - 1
+    private mutating func prefixNumber(_ prefix: Bytes) -> Int {
+        let spelling = UnsafeBufferPointer(rebasing: prefix)
+        return prefixes.number(of: spelling) ?? prefixes.add(spelling)
     }
 
     /// The number of the name qualified name `number` stands for, by the declarations in scope.
@@ -228,7 +229,7 @@ struct XMLPullParser {
         let known = qualifiedNames[number]
         let namespace = declarations.last { $0.prefix == known.prefix }?.namespace ?? (known.prefix == 0 ? 0 : nil)
         guard let namespace else {
-            let prefix = String(decoding: prefixes[known.prefix], as: UTF8.self)
+            let prefix = String(decoding: prefixes.spellings[known.prefix], as: UTF8.self)
             throw Malformed(reason: "undeclared namespace prefix '\(prefix)'")
         }
         if namespace == known.lastNamespace { return known.lastName }
@@ -246,7 +247,7 @@ struct XMLPullParser {
     /// Puts the namespace declarations among the attributes of a start tag (`xmlns` and
     /// `xmlns:p`) in scope; other attributes are checked for form and skipped, since no event
     /// carries them.
-    private mutating func declareNamespaces(in bytes: ArraySlice<UInt8>) throws(Malformed) {
+    private mutating func declareNamespaces(in bytes: Bytes) throws(Malformed) {
         var index = bytes.startIndex
         while true {
             while index < bytes.endIndex, Self.isSpace(bytes[index]) { index += 1 }
@@ -277,26 +278,30 @@ struct XMLPullParser {
     }
 
     /// The number of the namespace name an attribute value stands for, references decoded.
-    private mutating func knownNamespace(_ value: ArraySlice<UInt8>) throws(Malformed) -> Int {
-        if let known = namespaceNumbers[Spelling(value)] { return known }
+    private mutating func knownNamespace(_ value: Bytes) throws(Malformed) -> Int {
+        let spelling = UnsafeBufferPointer(rebasing: value)
+        if let known = namespaceSpellings.number(of: spelling) { return namespaceOfSpelling[known] }
         let namespace = String(decoding: try Self.decodeReferences(value), as: UTF8.self)
         let number = namespaces.firstIndex(of: namespace) ?? namespaces.count
         if number == namespaces.count { namespaces.append(namespace) }
-        namespaceNumbers[Spelling(Array(value)[...])] = number
+        namespaceOfSpelling.append(number)
+        _ = namespaceSpellings.add(spelling)
         return number
     }
 
     /// A text event for `text`: its place in the buffer, or with references, the place of its
     /// decoded bytes.
-    private mutating func keep(_ text: ArraySlice<UInt8>) throws(Malformed) -> Text {
-        guard text.contains(UInt8(ascii: "&")) else { return Text(range: text.indices, isDecoded: false) }
+    private mutating func keep(_ text: Bytes) throws(Malformed) -> Text {
+        guard text.contains(UInt8(ascii: "&")) else {
+            return Text(range: text.startIndex..<text.endIndex, isDecoded: false)
+        }
         let start = decoded.count
         decoded += try Self.decodeReferences(text)
         return Text(range: start..<decoded.count, isDecoded: true)
     }
 
     /// Text with `&lt;`, `&#233;` and the like replaced by the characters they stand for.
-    private static func decodeReferences(_ text: ArraySlice<UInt8>) throws(Malformed) -> [UInt8] {
+    private static func decodeReferences(_ text: Bytes) throws(Malformed) -> [UInt8] {
         guard text.contains(UInt8(ascii: "&")) else { return Array(text) }
         var result: [UInt8] = []
         result.reserveCapacity(text.count)
@@ -335,11 +340,11 @@ struct XMLPullParser {
     }
 
     /// The index of the `>` closing a tag that starts before `from`, skipping quoted values.
-    private func tagEnd(from: Int) -> Int? {
+    private static func tagEnd(in input: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
         var quote: UInt8?
         var index = from
-        while index < buffer.count {
-            let byte = buffer[index]
+        while index < input.count {
+            let byte = input[index]
             if let open = quote {
                 if byte == open { quote = nil }
             } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
@@ -352,36 +357,26 @@ struct XMLPullParser {
         return nil
     }
 
-    private func hasPrefix(_ prefix: StaticString, at index: Int) -> Bool {
+    private static func hasPrefix(_ prefix: StaticString, in input: UnsafeBufferPointer<UInt8>, at index: Int) -> Bool {
         let count = prefix.utf8CodeUnitCount
-        guard buffer.count - index >= count else {
+        guard input.count - index >= count else {
             // Undecidable yet only if what is there so far matches the start of the prefix.
             return false
         }
-        return prefix.withUTF8Buffer { buffer[index..<(index + count)].elementsEqual($0) }
+        return prefix.withUTF8Buffer { input[index..<(index + count)].elementsEqual($0) }
     }
 
-    private func find(_ terminator: StaticString, from: Int) -> Int? {
+    private static func find(_ terminator: StaticString, in input: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
         terminator.withUTF8Buffer { needle in
-            guard buffer.count >= needle.count else { return nil }
+            guard input.count >= needle.count else { return nil }
             var index = from
-            while index + needle.count <= buffer.count {
-                if buffer[index] == needle[0], buffer[index..<(index + needle.count)].elementsEqual(needle) {
+            while index + needle.count <= input.count {
+                if input[index] == needle[0], input[index..<(index + needle.count)].elementsEqual(needle) {
                     return index
                 }
                 index += 1
             }
             return nil
-        }
-    }
-
-    /// Whether two runs of bytes are equal.
-    private static func equal(_ first: ArraySlice<UInt8>, _ second: ArraySlice<UInt8>) -> Bool {
-        guard first.count == second.count else { return false }
-        return first.withUnsafeBytes { first in
-            second.withUnsafeBytes { second in
-                first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0
-            }
         }
     }
 
