@@ -88,15 +88,16 @@ struct RemotePath: Hashable, Sendable, CustomStringConvertible {
     /// The bytes `%XX` sequences stand for; nil for a malformed escape.
     static func percentDecoded(_ text: some Collection<UInt8>) -> [UInt8]? {
         let utf8 = Array(text)
+        // Most names have no escape: their bytes are the answer.
+        guard utf8.contains(UInt8(ascii: "%")) else { return utf8 }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(utf8.count)
         var index = 0
         while index < utf8.count {
             if utf8[index] == UInt8(ascii: "%") {
-                guard index + 2 < utf8.count,
-                    let value = UInt8(String(decoding: utf8[(index + 1)...(index + 2)], as: UTF8.self), radix: 16)
+                guard index + 2 < utf8.count, let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2])
                 else { return nil }
-                bytes.append(value)
+                bytes.append(high << 4 | low)
                 index += 3
             } else {
                 bytes.append(utf8[index])
@@ -104,5 +105,15 @@ struct RemotePath: Hashable, Sendable, CustomStringConvertible {
             }
         }
         return bytes
+    }
+
+    /// The value of a hexadecimal digit, either case.
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }

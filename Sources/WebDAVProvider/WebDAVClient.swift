@@ -100,17 +100,22 @@ final class WebDAVClient: Sendable {
     /// nil for one outside the mounted collection, on another server, or with a component that
     /// cannot be a filename (`..`, an encoded `/`).
     func path(ofHref href: String) -> RemotePath? {
+        // Read as UTF-8 where it can be: an href's characters (grapheme clusters) cost a walk of
+        // their own, for each of a listing's thousands of items.
+        let slash = UInt8(ascii: "/")
         var text = Substring(href)
         // Servers mostly send absolute paths; only a full URL needs its origin checked.
-        if !text.hasPrefix("/"), let schemeEnd = text.range(of: "://") {
+        if text.utf8.first != slash, let schemeEnd = text.range(of: "://") {
             let rest = text[schemeEnd.upperBound...]
-            let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+            let authorityEnd = rest.utf8.firstIndex(of: slash) ?? rest.endIndex
             guard origin.lowercased().hasSuffix("://" + rest[..<authorityEnd].lowercased()) else { return nil }
             text = rest[authorityEnd...]
         }
-        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<query] }
-        guard text.hasPrefix("/") else { return nil }
-        var parts = text.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        if let query = text.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            text = text[..<query]
+        }
+        guard text.utf8.first == slash else { return nil }
+        var parts = text.utf8.dropFirst().split(separator: slash, omittingEmptySubsequences: false)
         if parts.last?.isEmpty == true { parts.removeLast() }
         var decoded: [[UInt8]] = []
         for part in parts {
