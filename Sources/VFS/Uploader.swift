@@ -14,6 +14,11 @@ import SystemPackage
 /// for everything before it. So creations and edits of different items go in parallel, while
 /// whatever frees or takes a name keeps its order.
 ///
+/// Sending waits for the journal to settle: until no change has come for `settle`, or for at
+/// most `longestSettle` after the first. A burst of changes (an unpacked archive, a build, `cp
+/// -r`) then runs without the uploads taking the CPU from it, and is sent right after
+/// (DECISIONS 108); `retryNow` sends at once.
+///
 /// A failed entry stays in the journal and is retried with backoff: soon while the remote is
 /// unreachable or busy, rarely when the remote refused it, at once after `retryNow`. Nothing is
 /// ever overwritten on the remote: a changed remote version makes the local content a conflict
@@ -55,6 +60,10 @@ final class Uploader: Sendable {
         var refused: Set<UInt64> = []
         /// Entries whose last attempt the remote refused and that are not due again yet.
         var waitingAfterRefusal: Set<Key> = []
+        /// When the last change and the first not yet looked at were journalled, while the journal
+        /// settles.
+        var lastChange: ContinuousClock.Instant?
+        var settlingSince: ContinuousClock.Instant?
         var loop: Task<Void, Never>?
     }
     private let state = Mutex(State())
@@ -87,14 +96,28 @@ final class Uploader: Sendable {
         await loop?.value
     }
 
-    /// Something was journalled or an upload ended: look at the journal again.
-    func wake() { signal.signal() }
+    /// How long the journal must be quiet before its changes are sent.
+    static let settle = Duration.milliseconds(100)
+    /// The longest a change waits for the journal to settle.
+    static let longestSettle = Duration.seconds(1)
 
-    /// Retries every waiting entry now (`fpfs sync`).
+    /// Something was journalled, or a writer closed: look at the journal again once it settles.
+    func wake() {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            state.lastChange = now
+            if state.settlingSince == nil { state.settlingSince = now }
+        }
+        signal.signal()
+    }
+
+    /// Sends and retries every waiting entry now (`fpfs sync`).
     func retryNow() {
         state.withLock { state in
             state.retryAt.removeAll()
             state.waitingAfterRefusal.removeAll()
+            state.lastChange = nil
+            state.settlingSince = nil
         }
         signal.signal()
     }
@@ -115,6 +138,10 @@ final class Uploader: Sendable {
     private func run() async {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
+                if let pause = settlingPause() {
+                    await signal.wait(timeout: pause)
+                    continue
+                }
                 // Every journalled change wakes the loop; while every slot is taken nothing could
                 // start, and reading the journal's head again would cost a window of records.
                 let (snapshot, full) = state.withLock { ($0.ended, $0.inFlight.count >= depth) }
@@ -182,6 +209,21 @@ final class Uploader: Sendable {
                 chosen.append(entry)
             }
             return chosen
+        }
+    }
+
+    /// How much longer the journal is given to settle; nil when it has (and it is read now).
+    private func settlingPause() -> Duration? {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            guard let last = state.lastChange, let since = state.settlingSince else { return nil }
+            let settled = min(last + Self.settle, since + Self.longestSettle)
+            guard settled > now else {
+                state.lastChange = nil
+                state.settlingSince = nil
+                return nil
+            }
+            return settled - now
         }
     }
 
