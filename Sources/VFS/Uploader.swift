@@ -15,7 +15,7 @@ import SystemPackage
 /// whatever frees or takes a name keeps its order.
 ///
 /// Sending waits for the journal to settle: until no change has come for `settle`, or for at
-/// most `longestSettle` after the first. A burst of changes (an unpacked archive, a build, `cp
+/// most ten times that after the first. A burst of changes (an unpacked archive, a build, `cp
 /// -r`) then runs without the uploads taking the CPU from it, and is sent right after
 /// (DECISIONS 108); `retryNow` sends at once.
 ///
@@ -41,6 +41,8 @@ final class Uploader: Sendable {
     private let nodes: NodeTable
     let kernel: KernelCache
     private let depth: Int
+    /// How long the journal must be quiet before its changes are sent.
+    private let settle: Duration
     private let statistics: Statistics
     private let logger: Logger
     private let signal = WakeSignal()
@@ -79,6 +81,7 @@ final class Uploader: Sendable {
         self.nodes = nodes
         self.kernel = KernelCache(logger: logger)
         self.depth = configuration.uploadDepth
+        self.settle = configuration.uploadSettle
         self.logger = logger
     }
 
@@ -95,11 +98,6 @@ final class Uploader: Sendable {
         loop?.cancel()
         await loop?.value
     }
-
-    /// How long the journal must be quiet before its changes are sent.
-    static let settle = Duration.milliseconds(100)
-    /// The longest a change waits for the journal to settle.
-    static let longestSettle = Duration.seconds(1)
 
     /// Something was journalled, or a writer closed: look at the journal again once it settles.
     func wake() {
@@ -153,7 +151,8 @@ final class Uploader: Sendable {
                 do {
                     work = try await store.pendingWork(limit: window)
                 } catch {
-                    logger.error("cannot read the journal: \(error)")
+                    // Cancelled by `stop`: the loop ends, with nothing to say.
+                    if !(error is CancellationError) { logger.error("cannot read the journal: \(error)") }
                     work = []
                 }
                 for entry in runnable(work, readAfter: snapshot) {
@@ -217,7 +216,7 @@ final class Uploader: Sendable {
         let now = ContinuousClock.now
         return state.withLock { state in
             guard let last = state.lastChange, let since = state.settlingSince else { return nil }
-            let settled = min(last + Self.settle, since + Self.longestSettle)
+            let settled = min(last + settle, since + settle * 10)
             guard settled > now else {
                 state.lastChange = nil
                 state.settlingSince = nil

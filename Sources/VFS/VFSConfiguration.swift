@@ -19,6 +19,9 @@ public struct VFSConfiguration: Sendable {
     public var listingAheadDepth = 8
     /// At most this many journal entries are sent to the remote at once (1...128).
     public var uploadDepth = 4
+    /// How long the journal must be quiet before its changes are sent; a change waits ten times
+    /// this at most (Uploader, DECISIONS 108).
+    public var uploadSettle: Duration = .milliseconds(100)
     /// The bound of the cache (block cache and clean local copies), in bytes; nil for none.
     /// Clean, unpinned, unopened contents beyond it are evicted, least recently used first.
     public var cacheSize: UInt64?

@@ -20,7 +20,8 @@ struct VFSHarness {
         provider: any FileProvider, directory: URL? = nil, remoteTimeout: Duration = .seconds(5),
         pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false,
         replicatesChanges: Bool = false, cacheSize: UInt64? = nil,
-        listingAheadDepth: Int = VFSConfiguration().listingAheadDepth
+        listingAheadDepth: Int = VFSConfiguration().listingAheadDepth,
+        uploadSettle: Duration = VFSConfiguration().uploadSettle
     ) async throws -> VFSHarness {
         let directory = directory ?? newDirectory()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -35,6 +36,7 @@ struct VFSHarness {
         configuration.cacheSize = cacheSize
         configuration.replicatesChanges = replicatesChanges
         configuration.listingAheadDepth = listingAheadDepth
+        configuration.uploadSettle = uploadSettle
         configuration.pollInterval = nil
         let fileSystem = try await FileSystem.start(
             provider: provider, store: store, cache: cache, configuration: configuration,

@@ -27,6 +27,24 @@ struct WriteTests {
         #expect(try await vfs.xattr(file, "user.fpfs.state") == "local")
     }
 
+    /// Changes wait for the journal to settle: a file made and removed within a burst is never
+    /// sent, one kept is sent at `fpfs sync` (retryNow) without waiting out the rest.
+    @Test func aBurstIsSentOnceItSettlesAndWhatItRemovedNever() async throws {
+        let remote = try InMemoryProvider.docs()
+        // Longer than any test runs: nothing goes before retryNow.
+        let vfs = try await VFSHarness.make(provider: remote, uploadSettle: .seconds(600))
+        let docs = try await vfs.resolve("docs").inode
+        _ = try await vfs.writeFile("docs/scratch", bytes("soon gone\n"))
+        _ = try await vfs.writeFile("docs/kept", bytes("kept\n"))
+        try await vfs.fileSystem.unlink(parent: docs, name: bytes("scratch"), context: vfs.context)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(remote.recorder.count(.createItem) == 0, "the journal has not settled")
+        try await vfs.waitForUploads()
+        #expect(remote.recorder.count(.createItem) == 1)
+        #expect(remote.item(atPath: "docs/scratch") == nil)
+        #expect(remote.contents(of: try #require(remote.item(atPath: "docs/kept")).identifier) == bytes("kept\n"))
+    }
+
     @Test func emptyNewFilesReachTheRemoteEmptyAndLaterBytesFollow() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
