@@ -97,11 +97,11 @@ extension MetadataStore {
             }
             changedHere.formUnion(
                 try String.fetchAll(db.cachedStatement(sql: "SELECT identifier FROM pendingDeletion")))
-            for item in items where !changedHere.contains(item.identifier.rawValue) {
-                let key = Array(item.parentIdentifier.rawValue.utf8) + [0] + item.filename.bytes
-                guard !namesHeld.contains(key) else { continue }
-                _ = try Self.upsert(item, in: db)
-            }
+            try Self.store(
+                items.lazy.filter { item in
+                    !changedHere.contains(item.identifier.rawValue)
+                        && !namesHeld.contains(Array(item.parentIdentifier.rawValue.utf8) + [0] + item.filename.bytes)
+                }, in: db)
         }
     }
 
@@ -165,7 +165,7 @@ extension MetadataStore {
         try await write { db in
             let now = try Self.journalState(in: db)
             guard now.sequence == sequence, now.isEmpty else { return false }
-            for item in Self.inIndexOrder(items) { _ = try Self.upsert(item, in: db) }
+            try Self.store(Self.inIndexOrder(items), in: db)
             try Self.completeListing(of: directory, seen: Set(items.map(\.identifier)), in: db)
             return true
         }
