@@ -100,13 +100,18 @@ final class Uploader: Sendable {
     }
 
     /// Something was journalled, or a writer closed: look at the journal again once it settles.
+    /// Only the first change of a settling period wakes the loop; later ones move its end, which
+    /// the loop reads when its pause ends (waking it for each would cost every change of a burst
+    /// a hop to the loop and a timer of its own).
     func wake() {
         let now = ContinuousClock.now
-        state.withLock { state in
+        let starts = state.withLock { state -> Bool in
             state.lastChange = now
-            if state.settlingSince == nil { state.settlingSince = now }
+            guard state.settlingSince == nil else { return false }
+            state.settlingSince = now
+            return true
         }
-        signal.signal()
+        if starts { signal.signal() }
     }
 
     /// Sends and retries every waiting entry now (`fpfs sync`).
