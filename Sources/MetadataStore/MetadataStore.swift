@@ -268,6 +268,36 @@ public final class MetadataStore: Sendable {
         }
     }
 
+    /// The entries of `parent`'s children, in the order of `children(of:)`. Checking whether the
+    /// kernel's cached listing still holds needs only these, and reading them costs a fraction of
+    /// whole records (DECISIONS 112).
+    public func childEntries(of parent: ItemIdentifier) async throws -> [ChildEntry] {
+        try await database.read { db in
+            let resolved = try Self.resolve(parent, in: db)
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT inode, filename, kind, identifier FROM item
+                        WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename
+                        """),
+                arguments: [resolved, resolved])
+            var entries: [ChildEntry] = []
+            while let row = try rows.next() {
+                let kindRaw: UInt8 = row[2]
+                guard let kind = ItemKind(rawValue: kindRaw) else {
+                    throw DatabaseError(message: "unknown item kind \(kindRaw)")
+                }
+                entries.append(
+                    ChildEntry(
+                        inode: UInt64(row[0] as Int64),
+                        filename: try row.withUnsafeData(atIndex: 1) { $0.map { Array($0) } ?? [] },
+                        kind: kind,
+                        folderIdentifier: kind == .directory ? ItemIdentifier(row[3] as String) : nil))
+            }
+            return entries
+        }
+    }
+
     /// How many items the store knows.
     public func itemCount() async throws -> Int {
         try await database.read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM item")) ?? 0 }

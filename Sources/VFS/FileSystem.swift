@@ -430,6 +430,19 @@ public final class FileSystem: FileSystemOperations {
                 let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
                 return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
             }
+            // Items changed since (another folder's listing stored, say): compare this folder's
+            // entries, read alone, before reading its whole listing (DECISIONS 112).
+            let generation = self.store.itemGeneration
+            let entries = try await self.store.childEntries(of: directory.identifier)
+            let parent = try await self.parent(of: directory, inode: inode)
+            let digest = KernelListings.digest(directory: directory, parent: parent, entries: entries)
+            if self.kernelListings.mayKeep(inode, digest: digest, generation: generation) {
+                self.listingAhead.opened(
+                    directory.identifier, in: directory.item.parentIdentifier,
+                    subfolders: entries.compactMap(\.folderIdentifier))
+                let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
+                return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
+            }
             let listing = try await self.listing(of: directory, inode: inode)
             self.listingAhead.opened(
                 directory.identifier, in: directory.item.parentIdentifier,
@@ -445,13 +458,16 @@ public final class FileSystem: FileSystemOperations {
     private func listing(of directory: ItemRecord, inode: InodeNumber) async throws -> DirectoryListing {
         let generation = store.itemGeneration
         let children = try await store.children(of: directory.identifier)
-        let parent =
-            inode == .root
-            ? directory : try await store.record(identifier: directory.item.parentIdentifier) ?? directory
+        let parent = try await self.parent(of: directory, inode: inode)
         return DirectoryListing(
             parent: parent, children: children,
             digest: KernelListings.digest(directory: directory, parent: parent, children: children),
             generation: generation)
+    }
+
+    /// The record ".." of `directory` names (the root is its own parent).
+    private func parent(of directory: ItemRecord, inode: InodeNumber) async throws -> ItemRecord {
+        inode == .root ? directory : try await store.record(identifier: directory.item.parentIdentifier) ?? directory
     }
 
     public func readdir(

@@ -1,3 +1,4 @@
+import FileProviderKit
 import FuseKit
 import MetadataStore
 import Synchronization
@@ -25,13 +26,27 @@ final class KernelListings: Sendable {
     /// The digest of a listing: what the kernel's readdir cache keeps of it, in order (names,
     /// inode numbers and kinds of the entries, "." and ".." included).
     static func digest(directory: ItemRecord, parent: ItemRecord, children: [ItemRecord]) -> Int {
+        digest(
+            directory: directory, parent: parent,
+            entries: children.lazy.map { ($0.inode, $0.item.filename.bytes, $0.item.kind) })
+    }
+
+    /// The same digest, from the children's entries alone (`MetadataStore.childEntries`).
+    static func digest(directory: ItemRecord, parent: ItemRecord, entries: [ChildEntry]) -> Int {
+        digest(directory: directory, parent: parent, entries: entries.lazy.map { ($0.inode, $0.filename, $0.kind) })
+    }
+
+    private static func digest(
+        directory: ItemRecord, parent: ItemRecord,
+        entries: some Sequence<(inode: UInt64, filename: [UInt8], kind: ItemKind)>
+    ) -> Int {
         var hasher = Hasher()
         hasher.combine(directory.inode)
         hasher.combine(parent.inode)
-        for child in children {
-            hasher.combine(child.inode)
-            hasher.combine(child.item.filename.bytes)
-            hasher.combine(child.item.kind)
+        for entry in entries {
+            hasher.combine(entry.inode)
+            hasher.combine(entry.filename)
+            hasher.combine(entry.kind)
         }
         return hasher.finalize()
     }
@@ -45,9 +60,16 @@ final class KernelListings: Sendable {
     /// Whether the kernel may keep the listing it cached for `inode` because it equals `listing`;
     /// if so, it is known current as of `listing`'s generation.
     func mayKeep(_ inode: InodeNumber, listing: DirectoryListing) -> Bool {
+        mayKeep(inode, digest: listing.digest, generation: listing.generation)
+    }
+
+    /// Whether the kernel may keep the listing it cached for `inode` because that listing's
+    /// digest is `digest`, read at the store's item generation `generation`; if so, it is known
+    /// current as of `generation`.
+    func mayKeep(_ inode: InodeNumber, digest: Int, generation: UInt64) -> Bool {
         filled.withLock { filled in
-            guard filled[inode]?.digest == listing.digest else { return false }
-            filled[inode]?.generation = listing.generation
+            guard filled[inode]?.digest == digest else { return false }
+            filled[inode]?.generation = generation
             return true
         }
     }

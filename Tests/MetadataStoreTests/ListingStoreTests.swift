@@ -52,4 +52,19 @@ struct ListingStoreTests {
         #expect(again.allSatisfy { before[$0.identifier] == $0.inode })
         #expect(again.filter { $0.item.filename != Filename("held") }.allSatisfy { $0.item.size == 2 })
     }
+
+    @Test("a folder's child entries are its children's inodes, names and kinds, in the same order")
+    func childEntries() async throws {
+        let store = try MetadataStore()
+        var folder = item("sub")
+        folder.kind = .directory
+        try await store.storeListed([item("b"), folder, item("a"), item("\u{E9}")])
+        let children = try await store.children(of: ItemIdentifier("dir"))
+        let entries = try await store.childEntries(of: ItemIdentifier("dir"))
+        #expect(entries.map(\.inode) == children.map(\.inode))
+        #expect(entries.map(\.filename) == children.map(\.item.filename.bytes))
+        #expect(entries.map(\.kind) == children.map(\.item.kind))
+        #expect(entries.compactMap(\.folderIdentifier) == [ItemIdentifier("dir/sub")], "identifiers of folders only")
+        #expect(try await store.childEntries(of: ItemIdentifier("nothing")).isEmpty)
+    }
 }
