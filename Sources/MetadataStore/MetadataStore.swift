@@ -258,12 +258,16 @@ public final class MetadataStore: Sendable {
         }
     }
 
+    /// Picks a folder's children in name order (bytewise); the folder's identifier is bound twice,
+    /// since the root is its own parent. One clause, so that `children(of:)` and
+    /// `childEntries(of:)` list in the same order, as the kernel listing's digest needs.
+    private static let childrenInOrder = "WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename"
+
     /// The children of `parent` the store knows, in name order (bytewise).
     public func children(of parent: ItemIdentifier) async throws -> [ItemRecord] {
         try await database.read { db in
             try ItemRecord.fetchAll(
-                db.cachedStatement(
-                    sql: "SELECT * FROM item WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename"),
+                db.cachedStatement(sql: "SELECT * FROM item " + Self.childrenInOrder),
                 arguments: [try Self.resolve(parent, in: db), try Self.resolve(parent, in: db)])
         }
     }
@@ -275,11 +279,7 @@ public final class MetadataStore: Sendable {
         try await database.read { db in
             let resolved = try Self.resolve(parent, in: db)
             let rows = try Row.fetchCursor(
-                db.cachedStatement(
-                    sql: """
-                        SELECT inode, filename, kind, identifier FROM item
-                        WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename
-                        """),
+                db.cachedStatement(sql: "SELECT inode, filename, kind, identifier FROM item " + Self.childrenInOrder),
                 arguments: [resolved, resolved])
             var entries: [ChildEntry] = []
             while let row = try rows.next() {

@@ -425,23 +425,24 @@ public final class FileSystem: FileSystemOperations {
             let directory = try await self.directory(inode)
             try await self.lister.ensureListed(directory.identifier)
             // Unchanged items since the kernel cached this listing: nothing to read now.
-            if self.kernelListings.mayKeep(inode, generation: self.store.itemGeneration) {
-                self.listingAhead.opened(directory.identifier, in: directory.item.parentIdentifier, subfolders: [])
+            let keepingListing = { (subfolders: [ItemIdentifier]) -> OpenReply in
+                self.listingAhead.opened(
+                    directory.identifier, in: directory.item.parentIdentifier, subfolders: subfolders)
                 let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
                 return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
             }
+            if self.kernelListings.mayKeep(inode, generation: self.store.itemGeneration) { return keepingListing([]) }
             // Items changed since (another folder's listing stored, say): compare this folder's
-            // entries, read alone, before reading its whole listing (DECISIONS 112).
-            let generation = self.store.itemGeneration
-            let entries = try await self.store.childEntries(of: directory.identifier)
-            let parent = try await self.parent(of: directory, inode: inode)
-            let digest = KernelListings.digest(directory: directory, parent: parent, entries: entries)
-            if self.kernelListings.mayKeep(inode, digest: digest, generation: generation) {
-                self.listingAhead.opened(
-                    directory.identifier, in: directory.item.parentIdentifier,
-                    subfolders: entries.compactMap(\.folderIdentifier))
-                let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
-                return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
+            // entries, read alone, before reading its whole listing (DECISIONS 112). A folder the
+            // kernel holds no listing of (a cold walk's) has nothing to compare.
+            if self.kernelListings.holdsListing(of: inode) {
+                let generation = self.store.itemGeneration
+                let entries = try await self.store.childEntries(of: directory.identifier)
+                let parent = try await self.parent(of: directory, inode: inode)
+                let digest = KernelListings.digest(directory: directory, parent: parent, entries: entries)
+                if self.kernelListings.mayKeep(inode, digest: digest, generation: generation) {
+                    return keepingListing(entries.compactMap(\.folderIdentifier))
+                }
             }
             let listing = try await self.listing(of: directory, inode: inode)
             self.listingAhead.opened(

@@ -57,6 +57,12 @@ final class KernelListings: Sendable {
         filled.withLock { $0[inode]?.generation == generation }
     }
 
+    /// Whether the kernel holds a known listing of `inode` at all: if not, no comparison can let
+    /// it keep one.
+    func holdsListing(of inode: InodeNumber) -> Bool {
+        filled.withLock { $0[inode] != nil }
+    }
+
     /// Whether the kernel may keep the listing it cached for `inode` because it equals `listing`;
     /// if so, it is known current as of `listing`'s generation.
     func mayKeep(_ inode: InodeNumber, listing: DirectoryListing) -> Bool {
