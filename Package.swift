@@ -106,7 +106,8 @@ let package = Package(
             name: "ProviderTestingTests", dependencies: ["ProviderTesting", "FileProviderKit"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "LocalProviderTests", dependencies: ["LocalProvider", "ProviderTesting", "FileProviderKit"],
+            name: "LocalProviderTests",
+            dependencies: ["LocalProvider", "ProviderTesting", "FileProviderKit", "TestServers"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "WebDAVProviderTests",
@@ -116,13 +117,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MetadataStoreTests", dependencies: ["MetadataStore", "FileProviderKit"],
+            name: "MetadataStoreTests", dependencies: ["MetadataStore", "FileProviderKit", "TestServers"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "BlockCacheTests", dependencies: ["BlockCache", "MetadataStore", "FileProviderKit"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "FuseKitTests", dependencies: ["FuseKit"], swiftSettings: swiftSettings),
+            name: "FuseKitTests", dependencies: ["FuseKit", "TestServers"], swiftSettings: swiftSettings),
         .testTarget(
             name: "VFSTests",
             dependencies: ["VFS", "FuseKit", "FileProviderKit", "ProviderTesting", "MetadataStore", "BlockCache"],
@@ -130,7 +131,8 @@ let package = Package(
         .testTarget(
             name: "MountTests", dependencies: ["TestServers"], swiftSettings: swiftSettings),
         .target(
-            name: "TestServers", path: "Tests/TestServers",
+            name: "TestServers", dependencies: ["CSpawn", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/TestServers",
             // Run by the tests with python3 from where they lie, not built or bundled.
             exclude: ["fake-webdav.py", "nextcloud-webdav.py"],
             swiftSettings: swiftSettings),

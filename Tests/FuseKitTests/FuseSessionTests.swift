@@ -1,5 +1,6 @@
 import CFuse
 import Foundation
+import TestServers
 import Testing
 
 @testable import FuseKit
@@ -188,18 +189,19 @@ struct FuseSessionTests {
 
     @Test func interruptCancelsTheOperation() async throws {
         try await Mount.with { mount in
-            let getfattr = Process()
-            getfattr.executableURL = URL(fileURLWithPath: "/usr/bin/getfattr")
-            getfattr.arguments = ["-n", "user.slow", mount.path("hello.txt")]
-            getfattr.standardError = Foundation.FileHandle.nullDevice
-            try getfattr.run()
+            let getfattr = try ChildProcess.spawn(
+                ["getfattr", "-n", "user.slow", mount.path("hello.txt")], stdout: .file("/dev/null"),
+                stderr: .file("/dev/null"))
             for _ in 0..<100 where mount.fileSystem.counters.withLock({ $0.slowCalls }) == 0 {
                 try await Task.sleep(for: .milliseconds(20))
             }
             // A killed caller makes the kernel send INTERRUPT, then wait for the answer.
-            kill(getfattr.processIdentifier, SIGKILL)
+            kill(getfattr, SIGKILL)
             let started = ContinuousClock.now
-            try await Mount.offPool { getfattr.waitUntilExit() }
+            try await Mount.offPool {
+                var status: Int32 = 0
+                while waitpid(getfattr, &status, 0) < 0, errno == EINTR {}
+            }
             #expect(ContinuousClock.now - started < .seconds(5))
             #expect(mount.fileSystem.counters.withLock { $0.cancelledCalls } == 1)
         }

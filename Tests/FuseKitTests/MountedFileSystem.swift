@@ -1,5 +1,6 @@
 import Foundation
 import FuseKit
+import TestServers
 
 /// A `TestFileSystem` mounted on a fresh temporary directory for the length of one test, plus
 /// the helpers the tests drive it with. Every path out of `with` ends the session, waits for
@@ -48,18 +49,8 @@ struct MountedFileSystem: Sendable {
 
     /// Runs a command and returns its exit status and standard output.
     static func run(_ arguments: String...) async throws -> (status: Int32, output: String) {
-        try await offPool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = Foundation.FileHandle.nullDevice
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-        }
+        let finished = try await ChildProcess.run(arguments)
+        return (finished.status, finished.text)
     }
 
     /// The errno a POSIX call left, or 0 if `call` succeeded.

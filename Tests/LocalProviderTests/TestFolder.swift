@@ -2,6 +2,7 @@ import FileProviderKit
 import Foundation
 import Glibc
 import LocalProvider
+import TestServers
 
 /// A temporary folder for one test, written with raw system calls so names may be any bytes, and
 /// removed when the test lets go of it.
@@ -17,11 +18,7 @@ final class TestFolder: Sendable {
     }
 
     deinit {
-        let remover = Process()
-        remover.executableURL = URL(fileURLWithPath: "/bin/rm")
-        remover.arguments = ["-rf", path]
-        try? remover.run()
-        remover.waitUntilExit()
+        _ = try? ChildProcess.runBlocking(["rm", "-rf", path])
     }
 
     /// A provider on this folder.

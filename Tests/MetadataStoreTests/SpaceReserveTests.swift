@@ -1,5 +1,6 @@
 import FileProviderKit
 import Foundation
+import TestServers
 import Testing
 
 @testable import MetadataStore
@@ -12,8 +13,8 @@ struct SpaceReserveTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reserve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        #expect(run(["mount", "-t", "tmpfs", "-o", "size=16m", "fpfs-test-reserve", folder.path]) == 0)
-        defer { _ = run(["umount", "-l", folder.path]) }
+        #expect(await run(["mount", "-t", "tmpfs", "-o", "size=16m", "fpfs-test-reserve", folder.path]) == 0)
+        defer { _ = try? ChildProcess.runBlocking(["umount", "-l", folder.path]) }
         let reserve = folder.appendingPathComponent("space-reserve").path
 
         let store = try MetadataStore(file: folder.appendingPathComponent("metadata.sqlite"))
@@ -24,7 +25,7 @@ struct SpaceReserveTests {
         #expect(FileManager.default.fileExists(atPath: reserve))
         // What the kernel's own writes of a passthrough file do: fill the disk to its last block.
         let filler = folder.appendingPathComponent("filler").path
-        #expect(run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k", "status=none"]) != 0)
+        #expect(await run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k", "status=none"]) != 0)
 
         let items = (0..<2000).map { index in
             Item(
@@ -45,13 +46,7 @@ struct SpaceReserveTests {
         #expect(FileManager.default.fileExists(atPath: reserve), "the reserve is taken back")
     }
 
-    private func run(_ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+    private func run(_ arguments: [String]) async -> Int32 {
+        (try? await ChildProcess.run(arguments))?.status ?? -1
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 #if canImport(Glibc)
@@ -305,9 +306,8 @@ public final class WebDAVTestServer: @unchecked Sendable {
                 let hash = try runTool("/usr/bin/htpasswd", ["-nbB", credentials.user, credentials.password])
                 line = hash.trimmingCharacters(in: .whitespacesAndNewlines)
             case .digest:
-                let digest = try runTool(
-                    "/usr/bin/md5sum", [], input: "\(credentials.user):fpfs-test:\(credentials.password)")
-                line = "\(credentials.user):fpfs-test:\(digest.prefix(32))"
+                let digest = Insecure.MD5.hash(data: Data("\(credentials.user):fpfs-test:\(credentials.password)".utf8))
+                line = "\(credentials.user):fpfs-test:\(digest.map { String(format: "%02x", $0) }.joined())"
             }
             try (line + "\n").write(to: file, atomically: true, encoding: .utf8)
             auth = """
@@ -414,23 +414,10 @@ public final class WebDAVTestServer: @unchecked Sendable {
     }
 
     /// Runs a small tool to completion and returns its output.
-    private static func runTool(_ path: String, _ arguments: [String], input: String? = nil) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        let stdin = Pipe()
-        process.standardInput = stdin
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestServerFailure("\(path) exited \(process.terminationStatus)")
-        }
-        return String(decoding: data, as: UTF8.self)
+    private static func runTool(_ path: String, _ arguments: [String]) throws -> String {
+        let finished = try ChildProcess.runBlocking([path] + arguments, stderr: .descriptor(2))
+        guard finished.status == 0 else { throw TestServerFailure("\(path) exited \(finished.status)") }
+        return finished.text
     }
 }
 
