@@ -3,7 +3,7 @@ import PackageDescription
 
 /// One set of settings for every target, so the whole package builds in Swift 6 mode the same way.
 let swiftSettings: [SwiftSetting] = [
-    .swiftLanguageMode(.v6),
+    .swiftLanguageMode(.v6)
 ]
 
 let package = Package(
@@ -93,7 +93,8 @@ let package = Package(
         .executableTarget(
             name: "fpfs",
             dependencies: [
-                "CFuse", "CMalloc", "CSpawn", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider", "ProviderTesting",
+                "CFuse", "CMalloc", "CSpawn", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider",
+                "ProviderTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
