@@ -11,6 +11,8 @@ cd "$repo_root"
 source scripts/lib/install-deps.sh
 # shellcheck source=scripts/lib/mounts.sh
 source scripts/lib/mounts.sh
+# shellcheck source=scripts/lib/stall.sh
+source scripts/lib/stall.sh
 
 fpfs_install_deps
 
@@ -51,12 +53,22 @@ export FPFS_BINARY
 echo "== swift test" >&2
 # In the background so that a signal reaches the trap at once instead of after the tests finish,
 # and in a session of its own so that the trap can stop the whole test run by its process group.
-# TMPDIR puts every test's temporary folders (and so their mounts) where the trap looks.
-TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test --skip-build </dev/null &
+# TMPDIR puts every test's temporary folders (and so their mounts) where the trap looks. The
+# output goes through a file, shown as it grows, so that a run silent for 10 minutes (no test
+# takes that long) is seen as stalled: the watch reports where it waits and stops it.
+test_log="$FPFS_TEST_TMPDIR/swift-test.log"
+TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test --skip-build </dev/null >"$test_log" 2>&1 &
 test_pid=$!
+tail -f -n +1 --pid="$test_pid" "$test_log" &
+tail_pid=$!
+fpfs_watch_for_stall "$test_log" "$test_pid" 10 &
+watch_pid=$!
 set +e
 wait "$test_pid"
 test_status=$?
 set -e
 test_pid=""
+kill "$watch_pid" 2>/dev/null || true
+# tail prints what is left and ends within a second of the tests.
+wait "$tail_pid" || true
 exit "$test_status"
