@@ -41,13 +41,18 @@ enum ControlClient {
         return answer
     }
 
-    /// The control socket's path, from the mount root's `user.fpfs.control` attribute.
-    static func socketPath(of mountpoint: String) throws -> String {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = getxattr(mountpoint, "user.fpfs.control", &buffer, buffer.count)
-        guard count > 0 else {
-            throw CommandFailure("\(mountpoint) is not an fpfs mount (or its daemon is gone)")
+    /// The control socket's path, from the mount root's `user.fpfs.control` attribute; read within
+    /// `timeout` seconds, since a daemon that hangs would hold the call for good.
+    static func socketPath(of mountpoint: String, timeout: Int = 10) throws -> String {
+        let value = BoundedCall.run(seconds: timeout) { () -> String? in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = getxattr(mountpoint, "user.fpfs.control", &buffer, buffer.count)
+            return count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : nil
         }
-        return String(decoding: buffer.prefix(count), as: UTF8.self)
+        guard let value else {
+            throw CommandFailure("the daemon of \(mountpoint) does not answer (a request waited \(timeout) s)")
+        }
+        guard let value else { throw CommandFailure("\(mountpoint) is not an fpfs mount (or its daemon is gone)") }
+        return value
     }
 }

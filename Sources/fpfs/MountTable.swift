@@ -30,12 +30,29 @@ enum MountTable {
         mounts().last { $0.mountpoint == path }
     }
 
-    /// True when `path` is a FUSE mount whose daemon is gone ("Transport endpoint is not connected").
-    static func isStale(_ path: String) -> Bool {
+    /// How the daemon of the FUSE mount at `path` answers.
+    enum DaemonState {
+        case answering
+        /// Gone: the mount is stale ("Transport endpoint is not connected").
+        case gone
+        /// No answer within the time asked for: the daemon is stopped or stuck.
+        case notAnswering
+    }
+
+    /// Asks the daemon of the mount at `path` something it must answer itself, waiting at most
+    /// `seconds`.
+    static func daemonState(at path: String, seconds: Int = 10) -> DaemonState {
         // statfs, not stat: the kernel answers stat of the root from its attribute cache for a
         // minute after the daemon died, while statfs (statvfs) always goes to the daemon.
-        var buffer = statvfs()
-        return statvfs(path, &buffer) != 0 && errno == ENOTCONN
+        let failure = BoundedCall.run(seconds: seconds) { () -> Int32 in
+            var buffer = statvfs()
+            return statvfs(path, &buffer) == 0 ? 0 : errno
+        }
+        switch failure {
+        case nil: return .notAnswering
+        case ENOTCONN: return .gone
+        default: return .answering
+        }
     }
 
     /// Runs `fusermount3 -u` (lazily with `lazy`) on `path`; returns its stderr when it fails.

@@ -14,23 +14,29 @@ struct MountedPath {
     /// Finds `path`'s fpfs mount in /proc/mounts (the deepest one holding it) and its inode;
     /// fails with a message naming the path when it does not exist or is not in an fpfs mount.
     init(_ path: String) throws {
-        guard let resolved = realpath(path, nil) else {
-            throw CommandFailure("cannot find '\(path)': \(String(cString: strerror(errno)))")
+        // Both calls go to the daemon when the path is in a mount, so they are bounded.
+        let found = BoundedCall.run(seconds: 10) { () -> Result<(real: String, inode: UInt64), CommandFailure> in
+            guard let resolved = realpath(path, nil) else {
+                return .failure(CommandFailure("cannot find '\(path)': \(String(cString: strerror(errno)))"))
+            }
+            let real = String(cString: resolved)
+            free(resolved)
+            var status = stat()
+            guard lstat(real, &status) == 0 else {
+                return .failure(CommandFailure("cannot stat '\(path)': \(String(cString: strerror(errno)))"))
+            }
+            return .success((real, UInt64(status.st_ino)))
         }
-        let real = String(cString: resolved)
-        free(resolved)
+        guard let found else { throw CommandFailure("'\(path)' does not answer (a request to its mount waited 10 s)") }
+        let (real, inode) = try found.get()
         let mount = MountTable.mounts().filter { mount in
             mount.type == "fuse.fpfs"
                 && (real == mount.mountpoint || real.hasPrefix(mount.mountpoint == "/" ? "/" : mount.mountpoint + "/"))
         }.max { $0.mountpoint.count < $1.mountpoint.count }
         guard let mount else { throw CommandFailure("'\(path)' is not in an fpfs mount") }
-        var status = stat()
-        guard lstat(real, &status) == 0 else {
-            throw CommandFailure("cannot stat '\(path)': \(String(cString: strerror(errno)))")
-        }
         self.path = path
         self.mountpoint = mount.mountpoint
-        self.inode = UInt64(status.st_ino)
+        self.inode = inode
     }
 
     /// Sends `verb` with the inodes of `paths` to each of their mounts' daemons; returns each

@@ -5,10 +5,19 @@ import Foundation
 enum Mountpoint {
     /// Returns the absolute path, or throws a message naming the problem.
     static func prepare(_ argument: String) throws -> String {
-        let path = URL(fileURLWithPath: argument).standardizedFileURL.path
+        let path = CommandLinePath.absolute(argument)
         if let mount = MountTable.mount(at: path) {
-            guard mount.type == "fuse.fpfs", MountTable.isStale(path) else {
+            guard mount.type == "fuse.fpfs" else {
                 throw CommandFailure("'\(path)' is already mounted (\(mount.source), \(mount.type))")
+            }
+            switch MountTable.daemonState(at: path) {
+            case .gone: break
+            case .answering:
+                throw CommandFailure("'\(path)' is already mounted (\(mount.source), \(mount.type))")
+            case .notAnswering:
+                throw CommandFailure(
+                    "'\(path)' is already mounted (\(mount.source)) and its daemon does not answer; "
+                        + "run `fpfs unmount \(path)` first")
             }
             if let failure = MountTable.fusermountUnmount(path, lazy: true) {
                 throw CommandFailure("cannot clear the stale mount on '\(path)': \(failure)")

@@ -55,7 +55,7 @@ struct Remote: Sendable {
                     "unknown URL scheme '\(scheme)' (use a folder path, file://, webdav://, webdavs:// or s3://)")
             }
         } else {
-            let absolute = URL(fileURLWithPath: argument).standardizedFileURL.path
+            let absolute = CommandLinePath.absolute(argument)
             try self.init(folder: absolute, name: absolute, delay: .zero, bandwidth: nil)
         }
     }

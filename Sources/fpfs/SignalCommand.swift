@@ -20,7 +20,7 @@ struct SignalCommand: AsyncParsableCommand {
             guard (1...3600).contains(timeout) else {
                 throw CommandFailure("--timeout must be a whole number of seconds from 1 to 3600")
             }
-            let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
+            let path = CommandLinePath.absolute(mountpoint)
             let answer = try ControlClient.send("signal \(timeout)", to: path, timeout: timeout + 5)
             guard let fields = try? JSONDecoder().decode([String: String].self, from: answer) else {
                 throw CommandFailure("the daemon of \(path) gave no answer within \(timeout) s")

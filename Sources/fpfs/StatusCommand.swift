@@ -57,7 +57,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     /// The mountpoint given, or every fpfs mount in /proc/mounts.
     private func mountpoints() throws -> [String] {
-        if let mountpoint { return [URL(fileURLWithPath: mountpoint).standardizedFileURL.path] }
+        if let mountpoint { return [CommandLinePath.absolute(mountpoint)] }
         let mounts = MountTable.mounts().filter { $0.type == "fuse.fpfs" }.map(\.mountpoint)
         guard !mounts.isEmpty else { throw CommandFailure("no fpfs mount is mounted") }
         return mounts

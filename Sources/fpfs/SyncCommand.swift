@@ -19,7 +19,7 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try CommandFailure.checkSeconds(timeout, of: "--timeout", in: 1...86400)
-            let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
+            let path = CommandLinePath.absolute(mountpoint)
             let deadline = ContinuousClock.now + .seconds(timeout)
             // The first request retries waiting changes at once instead of after their backoff.
             var command = "sync"

@@ -15,14 +15,26 @@ struct UnmountCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
+            let path = CommandLinePath.absolute(mountpoint)
             guard let mount = MountTable.mount(at: path), mount.type == "fuse.fpfs" else {
                 throw CommandFailure("'\(path)' is not an fpfs mount")
             }
-            if MountTable.isStale(path) {
+            switch MountTable.daemonState(at: path) {
+            case .answering: break
+            case .gone:
                 if let failure = MountTable.fusermountUnmount(path, lazy: true) {
                     throw CommandFailure("cannot unmount '\(path)': \(failure)")
                 }
+                return
+            case .notAnswering:
+                // Lazily: the probe's own request still holds the mount until this process exits.
+                // The daemon sees the unmount once it runs again; what it had not sent to the
+                // remote stays journalled in the cache folder.
+                if let failure = MountTable.fusermountUnmount(path, lazy: true) {
+                    throw CommandFailure("cannot unmount '\(path)' (its daemon does not answer): \(failure)")
+                }
+                FileHandle.standardError.write(
+                    Data("fpfs: unmounted '\(path)'; its daemon did not answer and may still be running\n".utf8))
                 return
             }
             let pid = daemonPID(of: path)

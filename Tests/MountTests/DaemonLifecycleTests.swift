@@ -117,6 +117,43 @@ extension MountTests {
             #expect(read.stdout == expected.stdout, "after kill -9 and remount the file reads other bytes")
         }
 
+        @Test(
+            "a stopped daemon: fpfs status and mount say it does not answer, fpfs unmount unmounts it, and what it journalled reaches the remote from the next mount"
+        )
+        func aStoppedDaemonIsReportedAndUnmounted() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try Self.makeRemote(scratch)
+            let first = try await TestMount.start(remote: scratch.remote, in: scratch)
+            defer { first.unmount() }
+            let daemon = try #require(first.daemon, "no pid in \(first.cacheDir)/daemon.pid")
+            try await Command.bash("echo written > \"$1\"", first.path("new.txt")).check()
+            daemon.send(SIGSTOP)
+            defer { daemon.send(SIGCONT) }
+
+            // Each command gives up after its 10 s bound; the tests' deadline is well beyond it.
+            let status = try await FpfsBinary.command(["status", first.mountpoint], timeout: .seconds(40)).run()
+            #expect(!status.timedOut && status.status != 0, "\(status)")
+            #expect(status.stderr.contains("does not answer"), "\(status)")
+            let mount = try await TestMount.mountCommand(
+                remote: scratch.remote, mountpoint: first.mountpoint, cacheDir: scratch.path + "/other-cache",
+                timeout: .seconds(40)
+            ).run()
+            #expect(!mount.timedOut && mount.status != 0, "\(mount)")
+            #expect(mount.stderr.contains("does not answer"), "\(mount)")
+            let unmount = try await FpfsBinary.command(["unmount", first.mountpoint], timeout: .seconds(40)).run()
+            #expect(unmount.succeeded, "\(unmount)")
+            #expect(!MountTable.isMounted(first.mountpoint), "still in /proc/mounts after fpfs unmount")
+
+            daemon.send(SIGCONT)
+            #expect(
+                await daemon.waitForExit(timeout: .seconds(15)), "the daemon still runs 15 s after it was let go on")
+            let second = try await TestMount.start(remote: scratch.remote, in: scratch)
+            defer { second.unmount() }
+            try await second.sync()
+            #expect(try String(contentsOfFile: scratch.remote + "/new.txt", encoding: .utf8) == "written\n")
+        }
+
         /// Polls /proc/mounts: true once nothing is mounted at `mountpoint`.
         static func waitUntilUnmounted(_ mountpoint: String, timeout: Duration = .seconds(10)) async -> Bool {
             let deadline = ContinuousClock.now + timeout
