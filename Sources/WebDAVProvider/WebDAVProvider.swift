@@ -32,7 +32,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     /// as RFC 9110 asks: then a creation needs no PROPFIND first. Nil until a creation found out.
     let takenNamesRefused = Mutex<Bool?>(nil)
     /// Where listings too long for one page wait for their next pages.
-    let spoolDirectory: URL
+    let spools: ListingSpools
 
     /// WebDAV has no symlinks (DECISIONS 24), unless kept as marker files (`--links`), and no trash.
     public var features: ProviderFeatures { client.configuration.symlinksAsMarkerFiles ? [.symlinks] : [] }
@@ -61,11 +61,12 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
             history = try WalkHistory(directory: state?.appending(path: "snapshots"))
             fileIDs = try FileIDIndex(directory: state?.appending(path: "fileids"))
             syncTokens = try SyncTokenAnchors(directory: state?.appending(path: "sync-tokens"))
-            spoolDirectory =
+            let spoolDirectory =
                 state?.appending(path: "listings")
                 ?? FileManager.default.temporaryDirectory.appending(path: "fpfs-webdav-\(UUID().uuidString)")
             try? FileManager.default.removeItem(at: spoolDirectory)
             try FileManager.default.createDirectory(at: spoolDirectory, withIntermediateDirectories: true)
+            spools = ListingSpools(directory: spoolDirectory)
         } catch let error as ProviderError {
             throw error
         } catch {
@@ -100,8 +101,8 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     public func invalidate() async {
         await client.shutdown()
         try? await fileIDs.flush()
-        let spool = spoolDirectory
-        _ = try? await BlockingIO.run { try FileManager.default.removeItem(at: spool) }
+        let spoolDirectory = spools.directory
+        _ = try? await BlockingIO.run { try FileManager.default.removeItem(at: spoolDirectory) }
     }
 
     // MARK: What the server offers

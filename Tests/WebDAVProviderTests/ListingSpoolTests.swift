@@ -33,14 +33,16 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let items = Self.items(2500)
-        var spool = ListingSpool(directory: directory)
+        let spools = ListingSpools(directory: directory)
+        var spool = ListingSpool(in: spools)
         for item in items { try await spool.append(item) }
-        let first = try await spool.finish()
+        try await spool.finish()
+        let first = try spool.firstPage
         var page: EnumerationPage? = first
         var read: [Item] = []
         var pages = 0
         while let token = page {
-            let result = try await ListingSpool.page(token, in: directory, limit: 1000)
+            let result = try await spools.page(token, limit: 1000)
             read += result.items
             page = result.nextPage
             pages += 1
@@ -49,8 +51,53 @@ import Testing
         #expect(read == items)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
         await #expect(throws: ProviderError.pageExpired) {
-            _ = try await ListingSpool.page(first, in: directory, limit: 10)
+            _ = try await spools.page(first, limit: 10)
         }
+    }
+
+    /// The engine reads pages while the PROPFIND answer is still being spooled: a page waits for
+    /// what the writer has not flushed, and the listing ends only when the writer finishes.
+    @Test func pagesReadWhileTheSpoolIsWrittenWaitForTheWriter() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let items = Self.items(30_000)  // several flushes
+        let spools = ListingSpools(directory: directory)
+        var spool = ListingSpool(in: spools)
+        let first = try spool.firstPage
+        let reader = Task {
+            var page: EnumerationPage? = first
+            var read: [Item] = []
+            while let token = page {
+                let result = try await spools.page(token, limit: 1000)
+                read += result.items
+                page = result.nextPage
+            }
+            return read
+        }
+        for (index, item) in items.enumerated() {
+            try await spool.append(item)
+            if index % 5000 == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        try await spool.finish()
+        #expect(try await reader.value == items)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+    }
+
+    @Test func aListingThatBreaksOffFailsItsReaderWithTheSameError() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let spools = ListingSpools(directory: directory)
+        var spool = ListingSpool(in: spools)
+        for item in Self.items(10_000) { try await spool.append(item) }
+        let broken = ProviderError.serverUnreachable(reason: "the answer broke off")
+        spool.fail(broken)
+        var page: EnumerationPage? = try spool.firstPage
+        await #expect(throws: broken) {
+            while let token = page { page = try await spools.page(token, limit: 1000).nextPage }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
     }
 
     @Test func aDamagedRecordIsAnErrorNotAnItem() throws {
