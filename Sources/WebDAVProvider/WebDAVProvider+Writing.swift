@@ -321,20 +321,32 @@ struct FileChunks: AsyncSequence, Sendable {
 }
 
 /// The files a request body opened, closed together once the request is over.
+///
+/// The body may still be asked for its first chunk after that: a server that refuses the request
+/// from its headers alone (Apache's 413 for a `Content-Length` over its limit) answers before the
+/// client has read a byte of it. An open that comes after the close is refused, or its descriptor
+/// would keep a deleted snapshot (and its disk space) for as long as the client holds the body.
 final class OpenedFiles: Sendable {
-    private let handles = Mutex<[FileHandle]>([])
+    private let state = Mutex<(handles: [FileHandle], closed: Bool)>(([], false))
 
     func open(_ url: URL) throws -> FileHandle {
         let handle = try FileHandle(forReadingFrom: url)
-        handles.withLock { $0.append(handle) }
+        let kept = state.withLock { state in
+            if !state.closed { state.handles.append(handle) }
+            return !state.closed
+        }
+        guard kept else {
+            try? handle.close()
+            throw CancellationError()
+        }
         return handle
     }
 
     func closeAll() {
-        let all = handles.withLock { handles in
-            let all = handles
-            handles = []
-            return all
+        let all = state.withLock { state in
+            state.closed = true
+            defer { state.handles = [] }
+            return state.handles
         }
         for handle in all { try? handle.close() }
     }
