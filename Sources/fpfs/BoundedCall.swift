@@ -6,6 +6,9 @@ import Synchronization
 /// stuck), run on a thread of its own and waited for at most a deadline. A thread left waiting in
 /// the kernel ends with the command's process.
 enum BoundedCall {
+    /// How long the commands wait for a mount's daemon to answer one request.
+    static let daemonSeconds = 10
+
     /// The call's result, or nil when it did not return within `seconds`.
     static func run<Value: Sendable>(seconds: Int, _ call: @escaping @Sendable () -> Value) -> Value? {
         let handoff = Handoff<Value>()

@@ -43,7 +43,7 @@ enum ControlClient {
 
     /// The control socket's path, from the mount root's `user.fpfs.control` attribute; read within
     /// `timeout` seconds, since a daemon that hangs would hold the call for good.
-    static func socketPath(of mountpoint: String, timeout: Int = 10) throws -> String {
+    static func socketPath(of mountpoint: String, timeout: Int = BoundedCall.daemonSeconds) throws -> String {
         let value = BoundedCall.run(seconds: timeout) { () -> String? in
             var buffer = [UInt8](repeating: 0, count: 4096)
             let count = getxattr(mountpoint, "user.fpfs.control", &buffer, buffer.count)

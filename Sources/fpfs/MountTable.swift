@@ -41,7 +41,7 @@ enum MountTable {
 
     /// Asks the daemon of the mount at `path` something it must answer itself, waiting at most
     /// `seconds`.
-    static func daemonState(at path: String, seconds: Int = 10) -> DaemonState {
+    static func daemonState(at path: String, seconds: Int = BoundedCall.daemonSeconds) -> DaemonState {
         // statfs, not stat: the kernel answers stat of the root from its attribute cache for a
         // minute after the daemon died, while statfs (statvfs) always goes to the daemon.
         let failure = BoundedCall.run(seconds: seconds) { () -> Int32 in

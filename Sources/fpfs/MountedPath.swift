@@ -15,7 +15,8 @@ struct MountedPath {
     /// fails with a message naming the path when it does not exist or is not in an fpfs mount.
     init(_ path: String) throws {
         // Both calls go to the daemon when the path is in a mount, so they are bounded.
-        let found = BoundedCall.run(seconds: 10) { () -> Result<(real: String, inode: UInt64), CommandFailure> in
+        let found = BoundedCall.run(seconds: BoundedCall.daemonSeconds) {
+            () -> Result<(real: String, inode: UInt64), CommandFailure> in
             guard let resolved = realpath(path, nil) else {
                 return .failure(CommandFailure("cannot find '\(path)': \(String(cString: strerror(errno)))"))
             }
@@ -27,7 +28,10 @@ struct MountedPath {
             }
             return .success((real, UInt64(status.st_ino)))
         }
-        guard let found else { throw CommandFailure("'\(path)' does not answer (a request to its mount waited 10 s)") }
+        guard let found else {
+            throw CommandFailure(
+                "'\(path)' does not answer (a request to its mount waited \(BoundedCall.daemonSeconds) s)")
+        }
         let (real, inode) = try found.get()
         let mount = MountTable.mounts().filter { mount in
             mount.type == "fuse.fpfs"

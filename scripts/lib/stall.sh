@@ -25,10 +25,17 @@ fpfs_watch_for_stall() {
 }
 
 # Prints each thread of process group PGID with the kernel function it waits in and the top of
-# its kernel stack, then how many requests each FUSE connection has waiting.
+# its kernel stack, then how many requests each FUSE connection has waiting. Reads /proc only
+# (procps may be missing), and unmounts the FUSE control folder again if it mounted it.
 fpfs_report_waits() {
-    local pid task
-    for pid in $(pgrep -g "$1"); do
+    local stat pid rest task mounted=""
+    for stat in /proc/[0-9]*/stat; do
+        pid="${stat#/proc/}"
+        pid="${pid%/stat}"
+        # Field 5, the process group, comes after the command name, which may hold spaces.
+        rest="$(cat "$stat" 2>/dev/null)" || continue
+        read -r _ _ pgrp _ <<<"${rest##*) }"
+        [[ "$pgrp" == "$1" ]] || continue
         for task in /proc/"$pid"/task/*; do
             printf '%s/%s %s: %s\n' "$pid" "${task##*/}" "$(cat "$task/comm" 2>/dev/null)" \
                 "$(cat "$task/wchan" 2>/dev/null)"
@@ -36,9 +43,10 @@ fpfs_report_waits() {
         done
     done
     if ! mountpoint -q /sys/fs/fuse/connections; then
-        mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null || true
+        mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null && mounted=yes
     fi
     for task in /sys/fs/fuse/connections/*/; do
         [[ -e "$task/waiting" ]] && echo "FUSE connection ${task%/}: $(cat "$task/waiting") waiting"
     done
+    if [[ -n "$mounted" ]]; then umount /sys/fs/fuse/connections 2>/dev/null || true; fi
 }
