@@ -71,17 +71,34 @@ extension MetadataStore {
     /// across the folder's range of the indexes: each transaction then rewrote most of that range
     /// (DECISIONS 92). The journal is read once per transaction (it is short, and usually empty),
     /// not once per item.
-    public func storeListed(_ items: [Item], transactionSize: Int = 1000) async throws {
+    ///
+    /// With `completing`, these are a listing's last items: its last transaction also ends the
+    /// listing (`completeListing`), which saves most folders a transaction of their own.
+    public func storeListed(
+        _ items: [Item], transactionSize: Int = 1000, completing listing: CompletedListing? = nil
+    ) async throws {
         let sorted = Self.inIndexOrder(items)
+        guard !sorted.isEmpty || listing != nil else { return }
         var start = 0
-        while start < sorted.count {
+        repeat {
             let end = min(start + max(transactionSize, 1), sorted.count)
-            try await storeListedTransaction(sorted[start..<end])
+            try await storeListedTransaction(sorted[start..<end], completing: end == sorted.count ? listing : nil)
             start = end
+        } while start < sorted.count
+    }
+
+    /// A listing that has ended: the folder, and every identifier it returned.
+    public struct CompletedListing: Sendable {
+        public let directory: ItemIdentifier
+        public let seen: Set<ItemIdentifier>
+
+        public init(directory: ItemIdentifier, seen: Set<ItemIdentifier>) {
+            self.directory = directory
+            self.seen = seen
         }
     }
 
-    private func storeListedTransaction(_ items: ArraySlice<Item>) async throws {
+    private func storeListedTransaction(_ items: ArraySlice<Item>, completing listing: CompletedListing?) async throws {
         try await write { db in
             var changedHere = Set<String>()
             var namesHeld = Set<[UInt8]>()
@@ -102,6 +119,7 @@ extension MetadataStore {
                     !changedHere.contains(item.identifier.rawValue)
                         && !namesHeld.contains(Array(item.parentIdentifier.rawValue.utf8) + [0] + item.filename.bytes)
                 }, in: db)
+            if let listing { try Self.completeListing(of: listing.directory, seen: listing.seen, in: db) }
         }
     }
 

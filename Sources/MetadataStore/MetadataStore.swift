@@ -318,10 +318,6 @@ public final class MetadataStore: Sendable {
     /// Ends a listing of `directory` that returned `seen`: children the store knew but the listing
     /// no longer has are removed (unless they have local changes the remote has not seen), and the
     /// directory is marked complete.
-    public func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>) async throws {
-        try await write { db in try Self.completeListing(of: directory, seen: seen, in: db) }
-    }
-
     static func completeListing(of directory: ItemIdentifier, seen: Set<ItemIdentifier>, in db: Database) throws {
         let known = try String.fetchAll(
             db.cachedStatement(

@@ -99,17 +99,22 @@ final class DirectoryLister: Sendable {
         var listed: [Item] = []
         let limit = configuration.remoteTimeout
         let provider = self.provider
-        let enumerator = try await Deadline.run(limit: limit) { try await provider.enumerator(for: directory) }
+        // Made under the first page's bound: most folders are one page, and each bound costs two
+        // tasks.
+        var enumerator: (any ItemEnumerator)?
         var page = EnumerationPage.initial
         var seen = Set<ItemIdentifier>()
         var restarts = 0
         while true {
             let current = page
             let pageSize = configuration.suggestedPageSize
+            let made = enumerator
             let result: ItemPage
             do {
-                result = try await Deadline.run(limit: limit) {
-                    try await enumerator.enumerateItems(startingAt: current, suggestedPageSize: pageSize)
+                (enumerator, result) = try await Deadline.run(limit: limit) {
+                    let used: any ItemEnumerator
+                    if let made { used = made } else { used = try await provider.enumerator(for: directory) }
+                    return (used, try await used.enumerateItems(startingAt: current, suggestedPageSize: pageSize))
                 }
             } catch ProviderError.pageExpired where restarts < Self.maximumRestarts {
                 restarts += 1
@@ -133,7 +138,10 @@ final class DirectoryLister: Sendable {
             listed += items
             let last = result.nextPage == nil
             if !refreshing, last || listed.count >= Self.storedRunLength {
-                try await store.storeListed(listed, transactionSize: configuration.suggestedPageSize)
+                // The last run also ends the listing, in its own last transaction.
+                try await store.storeListed(
+                    listed, transactionSize: configuration.suggestedPageSize,
+                    completing: last ? .init(directory: directory, seen: seen) : nil)
                 listed = []
             }
             guard let next = result.nextPage else { break }
@@ -143,8 +151,6 @@ final class DirectoryLister: Sendable {
             guard try await store.replaceListing(of: directory, with: listed, ifJournalAt: journal.sequence) else {
                 return
             }
-        } else {
-            try await store.completeListing(of: directory, seen: seen)
         }
         statistics.update { $0.listings.directories += 1 }
         state.withLock { _ = $0.complete.insert(directory) }

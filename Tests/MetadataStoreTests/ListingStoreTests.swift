@@ -53,6 +53,28 @@ struct ListingStoreTests {
         #expect(again.filter { $0.item.filename != Filename("held") }.allSatisfy { $0.item.size == 2 })
     }
 
+    @Test("a listing's last run ends it in its last transaction: vanished children go, the folder is complete")
+    func completingListing() async throws {
+        let store = try MetadataStore()
+        let folder = ItemIdentifier("dir")
+        let first = ["a", "b", "c", "d"].map { item($0) }
+        try await store.storeListed(first)
+        #expect(try await store.listingState(of: folder) != .complete)
+
+        let second = ["a", "c", "e"].map { item($0) }
+        try await store.storeListed(
+            second, transactionSize: 2, completing: .init(directory: folder, seen: Set(second.map(\.identifier))))
+        #expect(try await store.children(of: folder).map(\.item.filename.description).sorted() == ["a", "c", "e"])
+        #expect(try await store.listingState(of: folder) == .complete)
+
+        // An empty listing still ends, and empties the folder.
+        let empty = ItemIdentifier("dir/empty")
+        try await store.storeListed([item("x", in: "dir/empty")])
+        try await store.storeListed([], completing: .init(directory: empty, seen: []))
+        #expect(try await store.children(of: empty).isEmpty)
+        #expect(try await store.listingState(of: empty) == .complete)
+    }
+
     @Test("a folder's child entries are its children's inodes, names and kinds, in the same order")
     func childEntries() async throws {
         let store = try MetadataStore()
