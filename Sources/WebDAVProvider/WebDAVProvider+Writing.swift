@@ -195,12 +195,16 @@ extension WebDAVProvider {
         defer { opened.closeAll() }
         switch upload {
         case .file(let contents?):
-            let size = try await BlockingIO.run { try Self.size(of: contents) }
-            let progress = UploadProgress.reporter(for: contents)
-            body = {
-                .stream(
-                    FileChunks(url: contents, length: UInt64(size), opened: opened, progress: progress),
-                    length: .known(size))
+            switch try await BlockingIO.run({ try FileChunks.whole(contents) }) {
+            case .bytes(let bytes):
+                body = { .bytes(bytes) }
+            case .larger(let size):
+                let progress = UploadProgress.reporter(for: contents)
+                body = {
+                    .stream(
+                        FileChunks(url: contents, length: UInt64(size), opened: opened, progress: progress),
+                        length: .known(size))
+                }
             }
         case .file(nil):
             body = { .bytes(ByteBuffer()) }
@@ -270,6 +274,41 @@ struct FileChunks: AsyncSequence, Sendable {
 
     /// The most each chunk holds.
     static let size = 1 << 20
+
+    /// A file's bytes when they fit one chunk, or its size when they do not.
+    enum Whole {
+        case bytes(ByteBuffer)
+        case larger(size: Int64)
+    }
+
+    /// Reads a file of at most one chunk whole, in one go: most uploads are small files, and
+    /// streaming them cost a size, an open and a read on the I/O pool, each a hop, and the
+    /// streamed body's own hops. Blocking: the caller runs it off the cooperative threads.
+    static func whole(_ url: URL) throws -> Whole {
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let length = Int(status.st_size)
+        guard length <= size else { return .larger(size: Int64(length)) }
+        var buffer = ByteBufferAllocator().buffer(capacity: length)
+        _ = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { space in
+            var done = 0
+            while done < length {
+                let count = pread(descriptor, space.baseAddress! + done, length - done, off_t(done))
+                if count > 0 {
+                    done += count
+                } else if count == 0 {
+                    break
+                } else if errno != EINTR {
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                }
+            }
+            return done
+        }
+        return .bytes(buffer)
+    }
 
     func makeAsyncIterator() -> Iterator { Iterator(url: url, length: length, opened: opened, progress: progress) }
 
