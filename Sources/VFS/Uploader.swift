@@ -15,9 +15,10 @@ import SystemPackage
 /// whatever frees or takes a name keeps its order.
 ///
 /// Sending waits for the journal to settle: until no change has come for `settle`, or for at
-/// most ten times that after the first. A burst of changes (an unpacked archive, a build, `cp
-/// -r`) then runs without the uploads taking the CPU from it, and is sent right after
-/// (DECISIONS 108); `retryNow` sends at once.
+/// most ten times that after the first. A burst of changes (an unpacked archive, `cp -r`) then
+/// runs without the uploads taking the CPU from it, and is sent right after (DECISIONS 108); in
+/// a burst that goes on, what it made `burstLag` ago is sent one at a time meanwhile, so the
+/// remote does not fall ever further behind (DECISIONS 117); `retryNow` sends at once.
 ///
 /// A failed entry stays in the journal and is retried with backoff: soon while the remote is
 /// unreachable or busy, rarely when the remote refused it, at once after `retryNow`. Nothing is
@@ -66,6 +67,12 @@ final class Uploader: Sendable {
         /// settles.
         var lastChange: ContinuousClock.Instant?
         var settlingSince: ContinuousClock.Instant?
+        /// The journal's sequence at the end of each settling period of a burst still going on,
+        /// oldest first.
+        var periodEnds: [(at: ContinuousClock.Instant, sequence: Int64)] = []
+        /// Entries up to this sequence have waited `burstLag`: they are sent, one at a time, while
+        /// the burst goes on, until none is left.
+        var overdueThrough: Int64?
         var loop: Task<Void, Never>?
     }
     private let state = Mutex(State())
@@ -141,13 +148,30 @@ final class Uploader: Sendable {
     private func run() async {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
-                if let pause = settlingPause() {
-                    await signal.wait(timeout: pause)
-                    continue
+                // Entries journalled after `due` wait for their own settling period, which ends
+                // after `pause`.
+                var due: Int64?
+                var pause: Duration?
+                switch settling() {
+                case .idle:
+                    break
+                case .ended:
+                    if let sequence = try? await store.journalState().sequence {
+                        state.withLock { $0.periodEnds.append((.now, sequence)) }
+                    }
+                case .pausing(let left):
+                    guard let overdue = overdue() else {
+                        await signal.wait(timeout: left)
+                        continue
+                    }
+                    (due, pause) = (overdue, left)
                 }
+                // What a long burst made `burstLag` ago goes out one at a time while it goes on:
+                // the burst keeps most of the CPU, and the remote does not fall further behind.
+                let slots = due == nil ? depth : 1
                 // Every journalled change wakes the loop; while every slot is taken nothing could
                 // start, and reading the journal's head again would cost a window of records.
-                let (snapshot, full) = state.withLock { ($0.ended, $0.inFlight.count >= depth) }
+                let (snapshot, full) = state.withLock { ($0.ended, $0.inFlight.count >= slots) }
                 if full {
                     await signal.wait(timeout: nextRetryDelay())
                     continue
@@ -160,7 +184,12 @@ final class Uploader: Sendable {
                     if !(error is CancellationError) { logger.error("cannot read the journal: \(error)") }
                     work = []
                 }
-                for entry in runnable(work, readAfter: snapshot) {
+                if let due, work.first.map({ $0.sequence > due }) ?? true {
+                    // What was overdue is sent (or being sent).
+                    state.withLock { $0.overdueThrough = nil }
+                    continue
+                }
+                for entry in runnable(work, readAfter: snapshot, through: due, slots: slots) {
                     group.addTask {
                         await self.perform(entry)
                         self.state.withLock { state in
@@ -172,15 +201,18 @@ final class Uploader: Sendable {
                         self.signal.signal()
                     }
                 }
-                await signal.wait(timeout: nextRetryDelay())
+                await signal.wait(timeout: min(nextRetryDelay(), pause ?? .seconds(30)))
             }
             group.cancelAll()
         }
     }
 
-    /// The entries to start now, marked in flight. `readAfter` is the count of ended sends when
-    /// the journal was read.
-    private func runnable(_ work: [PendingWork], readAfter snapshot: UInt64) -> [PendingWork] {
+    /// The entries to start now, marked in flight, while fewer than `slots` are. `readAfter` is the
+    /// count of ended sends when the journal was read; entries journalled after `due` (when given)
+    /// are not started.
+    private func runnable(_ work: [PendingWork], readAfter snapshot: UInt64, through due: Int64?, slots: Int)
+        -> [PendingWork]
+    {
         let now = ContinuousClock.now
         return state.withLock { state in
             var chosen: [PendingWork] = []
@@ -191,6 +223,7 @@ final class Uploader: Sendable {
             // A refused entry the journal no longer holds (its item deleted here) waits for nothing.
             if work.count < window { state.waitingAfterRefusal.formIntersection(work.map(Self.key)) }
             for entry in work {
+                if let due, entry.sequence > due { break }
                 let key = Self.key(of: entry)
                 if state.endedAt[key] != nil { continue }
                 let barrier = Self.isBarrier(entry)
@@ -198,7 +231,7 @@ final class Uploader: Sendable {
                     earlierPending = true
                     if barrier { earlierBarrier = true }
                 }
-                guard state.inFlight.count < depth else { break }
+                guard state.inFlight.count < slots else { break }
                 if barrier {
                     if earlierPending || !state.inFlight.isEmpty { continue }
                 } else if earlierBarrier || state.inFlight.values.contains(true) {
@@ -216,18 +249,46 @@ final class Uploader: Sendable {
         }
     }
 
-    /// How much longer the journal is given to settle; nil when it has (and it is read now).
-    private func settlingPause() -> Duration? {
+    /// How long a change waits for a burst that goes on to end before it is sent anyway: fifty
+    /// settling times (5 s).
+    private var burstLag: Duration { settle * 50 }
+
+    /// The sequence up to which entries are overdue while a burst goes on: those journalled before
+    /// a period that ended `burstLag` ago or more.
+    private func overdue() -> Int64? {
         let now = ContinuousClock.now
         return state.withLock { state in
-            guard let last = state.lastChange, let since = state.settlingSince else { return nil }
+            let old = state.periodEnds.prefix { now - $0.at >= burstLag }
+            if let latest = old.last {
+                state.overdueThrough = max(state.overdueThrough ?? latest.sequence, latest.sequence)
+                state.periodEnds.removeFirst(old.count)
+            }
+            return state.overdueThrough
+        }
+    }
+
+    /// Where the journal's settling stands.
+    private enum Settling {
+        /// No change since the last period ended: everything in the journal has settled.
+        case idle
+        /// A period ended just now: everything in the journal has settled.
+        case ended
+        /// A period runs for this much longer.
+        case pausing(Duration)
+    }
+
+    /// Where the journal's settling stands; ends a period that is over.
+    private func settling() -> Settling {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            guard let last = state.lastChange, let since = state.settlingSince else { return .idle }
             let settled = min(last + settle, since + settle * 10)
             guard settled > now else {
                 state.lastChange = nil
                 state.settlingSince = nil
-                return nil
+                return .ended
             }
-            return settled - now
+            return .pausing(settled - now)
         }
     }
 

@@ -45,6 +45,35 @@ struct WriteTests {
         #expect(remote.contents(of: try #require(remote.item(atPath: "docs/kept")).identifier) == bytes("kept\n"))
     }
 
+    /// A burst that goes on does not keep its changes back for good: what it made fifty settling
+    /// times ago goes out meanwhile (DECISIONS 117). Each creation takes 2 ms on this remote, and
+    /// a change comes every few milliseconds, so the journal never settles while the stream runs;
+    /// before 117 only a few sends started per settling period.
+    @Test func aLongBurstIsSentAsItGoes() async throws {
+        let inner = try InMemoryProvider.docs()
+        let remote = FaultInjectingProvider(
+            wrapping: inner, injector: FaultInjector(rules: [FaultRule(.delay(.milliseconds(2)), on: .create)]))
+        // Settling 20 ms, at most 200 ms; a change waits at most 1 s for the burst to end.
+        let vfs = try await VFSHarness.make(provider: remote, uploadSettle: .milliseconds(20))
+        let start = ContinuousClock.now
+        var madeInFirstSecond: [String] = []
+        var count = 0
+        while ContinuousClock.now - start < .seconds(5) {
+            let name = "docs/f\(count)"
+            _ = try await vfs.writeFile(name, bytes("\(count)\n"))
+            if ContinuousClock.now - start < .seconds(1) { madeInFirstSecond.append(name) }
+            count += 1
+            try await Task.sleep(for: .milliseconds(3))
+        }
+        let sent = madeInFirstSecond.filter { inner.item(atPath: $0) != nil }.count
+        #expect(
+            sent == madeInFirstSecond.count,
+            "\(sent) of the \(madeInFirstSecond.count) files made in the first second reached the remote while the burst went on (\(count) made)"
+        )
+        try await vfs.waitForUploads()
+        #expect(inner.item(atPath: "docs/f\(count - 1)") != nil)
+    }
+
     @Test func emptyNewFilesReachTheRemoteEmptyAndLaterBytesFollow() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
