@@ -44,6 +44,8 @@ final class Uploader: Sendable {
     private let depth: Int
     /// How long the journal must be quiet before its changes are sent.
     private let settle: Duration
+    /// How long a change waits for a burst that goes on to end before it is sent anyway.
+    private let burstLag: Duration
     private let statistics: Statistics
     private let logger: Logger
     private let signal = WakeSignal()
@@ -89,6 +91,7 @@ final class Uploader: Sendable {
         self.kernel = KernelCache(logger: logger)
         self.depth = configuration.uploadDepth
         self.settle = configuration.uploadSettle
+        self.burstLag = configuration.uploadBurstLag
         self.logger = logger
     }
 
@@ -248,10 +251,6 @@ final class Uploader: Sendable {
             return chosen
         }
     }
-
-    /// How long a change waits for a burst that goes on to end before it is sent anyway: fifty
-    /// settling times (5 s).
-    private var burstLag: Duration { settle * 50 }
 
     /// The sequence up to which entries are overdue while a burst goes on: those journalled before
     /// a period that ended `burstLag` ago or more.

@@ -22,6 +22,9 @@ public struct VFSConfiguration: Sendable {
     /// How long the journal must be quiet before its changes are sent; a change waits ten times
     /// this at most (Uploader, DECISIONS 108).
     public var uploadSettle: Duration = .milliseconds(100)
+    /// While a burst of changes goes on, what it made this long ago is sent meanwhile, one change
+    /// at a time (Uploader, DECISIONS 117).
+    public var uploadBurstLag: Duration = .seconds(30)
     /// The bound of the cache (block cache and clean local copies), in bytes; nil for none.
     /// Clean, unpinned, unopened contents beyond it are evicted, least recently used first.
     public var cacheSize: UInt64?

@@ -21,7 +21,8 @@ struct VFSHarness {
         pipelineDepth: Int = 8, nonMaterializing: Set<String> = [], readOnly: Bool = false,
         replicatesChanges: Bool = false, cacheSize: UInt64? = nil,
         listingAheadDepth: Int = VFSConfiguration().listingAheadDepth,
-        uploadSettle: Duration = VFSConfiguration().uploadSettle
+        uploadSettle: Duration = VFSConfiguration().uploadSettle,
+        uploadBurstLag: Duration = VFSConfiguration().uploadBurstLag
     ) async throws -> VFSHarness {
         let directory = directory ?? newDirectory()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -37,6 +38,7 @@ struct VFSHarness {
         configuration.replicatesChanges = replicatesChanges
         configuration.listingAheadDepth = listingAheadDepth
         configuration.uploadSettle = uploadSettle
+        configuration.uploadBurstLag = uploadBurstLag
         configuration.pollInterval = nil
         let fileSystem = try await FileSystem.start(
             provider: provider, store: store, cache: cache, configuration: configuration,

@@ -45,8 +45,8 @@ struct WriteTests {
         #expect(remote.contents(of: try #require(remote.item(atPath: "docs/kept")).identifier) == bytes("kept\n"))
     }
 
-    /// A burst that goes on does not keep its changes back for good: what it made fifty settling
-    /// times ago goes out meanwhile (DECISIONS 117). Each creation takes 2 ms on this remote, and
+    /// A burst that goes on does not keep its changes back for good: what it made `uploadBurstLag`
+    /// ago goes out meanwhile (DECISIONS 117). Each creation takes 2 ms on this remote, and
     /// a change comes every few milliseconds, so the journal never settles while the stream runs;
     /// before 117 only a few sends started per settling period.
     @Test func aLongBurstIsSentAsItGoes() async throws {
@@ -54,7 +54,8 @@ struct WriteTests {
         let remote = FaultInjectingProvider(
             wrapping: inner, injector: FaultInjector(rules: [FaultRule(.delay(.milliseconds(2)), on: .create)]))
         // Settling 20 ms, at most 200 ms; a change waits at most 1 s for the burst to end.
-        let vfs = try await VFSHarness.make(provider: remote, uploadSettle: .milliseconds(20))
+        let vfs = try await VFSHarness.make(
+            provider: remote, uploadSettle: .milliseconds(20), uploadBurstLag: .seconds(1))
         let start = ContinuousClock.now
         var madeInFirstSecond: [String] = []
         var count = 0
