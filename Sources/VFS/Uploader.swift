@@ -204,7 +204,7 @@ final class Uploader: Sendable {
                         self.signal.signal()
                     }
                 }
-                await signal.wait(timeout: min(nextRetryDelay(), pause ?? .seconds(30)))
+                await signal.wait(timeout: pause.map { min($0, nextRetryDelay()) } ?? nextRetryDelay())
             }
             group.cancelAll()
         }
