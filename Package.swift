@@ -118,7 +118,10 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MetadataStoreTests", dependencies: ["MetadataStore", "FileProviderKit", "TestServers"],
+            name: "MetadataStoreTests",
+            dependencies: [
+                "MetadataStore", "FileProviderKit", "TestServers", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "BlockCacheTests", dependencies: ["BlockCache", "MetadataStore", "FileProviderKit"],

@@ -99,7 +99,10 @@ extension MetadataStore {
     }
 
     private func storeListedTransaction(_ items: ArraySlice<Item>, completing listing: CompletedListing?) async throws {
-        try await write { db in
+        try await write { [itemChanges] db in
+            if let folder = try Self.listedFolder(of: items, completing: listing, in: db) {
+                itemChanges.confineTransaction(toChildrenOf: folder)
+            }
             var changedHere = Set<String>()
             var namesHeld = Set<[UInt8]>()
             for row in try Row.fetchAll(
@@ -121,6 +124,19 @@ extension MetadataStore {
                 }, in: db)
             if let listing { try Self.completeListing(of: listing.directory, seen: listing.seen, in: db) }
         }
+    }
+
+    /// The inode of the folder whose listing `items` (and `listing`) are, when they are all its
+    /// children; nil when they are not, or the folder is unknown.
+    private static func listedFolder(
+        of items: ArraySlice<Item>, completing listing: CompletedListing?, in db: Database
+    ) throws -> UInt64? {
+        guard let folder = listing?.directory ?? items.first?.parentIdentifier,
+            items.allSatisfy({ $0.parentIdentifier == folder })
+        else { return nil }
+        return try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT inode FROM item WHERE identifier = ?"), arguments: [folder.rawValue]
+        ).map(UInt64.init)
     }
 
     /// `items` in the order of the identifier index, so that storing them fills each index in

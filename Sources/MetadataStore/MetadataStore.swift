@@ -15,13 +15,20 @@ import GRDB
 public final class MetadataStore: Sendable {
     /// The database; writes go through `write`, which knows what to do on a full disk.
     let database: any DatabaseWriter
-    private let itemChanges = ItemChangeCounter()
+    let itemChanges = ItemChangeCounter()
     /// Room kept on the store's disk for its writes; nil in memory.
     private let reserve: SpaceReserve?
 
     /// Moves whenever a committed transaction added, changed or removed items; read it before
     /// reading items to know later whether they may have changed since.
     public var itemGeneration: UInt64 { itemChanges.count }
+
+    /// The item generation now, if nothing committed since `generation` added, removed or changed
+    /// a child of the folder at `inode` (only other folders' listings were stored); nil when
+    /// something may have, or when the store no longer remembers.
+    public func itemGeneration(unchangedUnder inode: UInt64, since generation: UInt64) -> UInt64? {
+        itemChanges.unchangedChildren(of: inode, since: generation)
+    }
 
     /// Opens (creating if needed) the store in `file`.
     public init(file: URL) throws {

@@ -424,17 +424,19 @@ public final class FileSystem: FileSystemOperations {
         try await answering {
             let directory = try await self.directory(inode)
             try await self.lister.ensureListed(directory.identifier)
-            // Unchanged items since the kernel cached this listing: nothing to read now.
+            // No child changed since the kernel cached this listing (other folders' listings may
+            // have been stored meanwhile, as in a cold walk): nothing to read now.
             let keepingListing = { (subfolders: [ItemIdentifier]) -> OpenReply in
                 self.listingAhead.opened(
                     directory.identifier, in: directory.item.parentIdentifier, subfolders: subfolders)
                 let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
                 return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
             }
-            if self.kernelListings.mayKeep(inode, generation: self.store.itemGeneration) { return keepingListing([]) }
-            // Items changed since (another folder's listing stored, say): compare this folder's
-            // entries, read alone, before reading its whole listing (DECISIONS 112). A folder the
-            // kernel holds no listing of (a cold walk's) has nothing to compare.
+            let unchanged = { self.store.itemGeneration(unchangedUnder: inode.rawValue, since: $0) }
+            if self.kernelListings.mayKeep(inode, unchangedSince: unchanged) { return keepingListing([]) }
+            // Items changed since that may be this folder's (a change through the mount, a folder
+            // listed again): compare its entries, read alone, before reading its whole listing
+            // (DECISIONS 112). A folder the kernel holds no listing of has nothing to compare.
             if self.kernelListings.holdsListing(of: inode) {
                 let generation = self.store.itemGeneration
                 let entries = try await self.store.childEntries(of: directory.identifier)

@@ -51,10 +51,16 @@ final class KernelListings: Sendable {
         return hasher.finalize()
     }
 
-    /// Whether the kernel may keep the listing it cached for `inode` because no item changed
-    /// since it was read (the store's item generation is still `generation`).
-    func mayKeep(_ inode: InodeNumber, generation: UInt64) -> Bool {
-        filled.withLock { $0[inode]?.generation == generation }
+    /// Whether the kernel may keep the listing it cached for `inode` because none of its children
+    /// changed since it was read: `unchangedSince` answers, for the store item generation it was
+    /// read at, the generation now if that is so (`MetadataStore.itemGeneration(unchangedUnder:since:)`),
+    /// and the listing is then known current as of that.
+    func mayKeep(_ inode: InodeNumber, unchangedSince: (UInt64) -> UInt64?) -> Bool {
+        filled.withLock { filled in
+            guard let generation = filled[inode]?.generation, let now = unchangedSince(generation) else { return false }
+            filled[inode]?.generation = now
+            return true
+        }
     }
 
     /// Whether the kernel holds a known listing of `inode` at all: if not, no comparison can let

@@ -1,4 +1,5 @@
 import FileProviderKit
+import GRDB
 import Testing
 
 @testable import MetadataStore
@@ -88,5 +89,84 @@ struct ListingStoreTests {
         #expect(entries.map(\.kind) == children.map(\.item.kind))
         #expect(entries.compactMap(\.folderIdentifier) == [ItemIdentifier("dir/sub")], "identifiers of folders only")
         #expect(try await store.childEntries(of: ItemIdentifier("nothing")).isEmpty)
+    }
+
+    @Test("storing a folder's listing changes only its children: other folders' listings are known unchanged")
+    func listingsConfinedToTheirFolder() async throws {
+        let store = try MetadataStore()
+        func folder(_ name: String) -> Item {
+            var folder = item(name, in: "root")
+            folder.kind = .directory
+            return folder
+        }
+        try await store.storeListed([folder("a"), folder("b")])
+        let a = try #require(try await store.record(identifier: ItemIdentifier("root/a"))).inode
+        let b = try #require(try await store.record(identifier: ItemIdentifier("root/b"))).inode
+        let listed = ItemIdentifier("root/a")
+        try await store.storeListed(
+            [item("1", in: "root/a")], completing: .init(directory: listed, seen: [ItemIdentifier("root/a/1")]))
+        let readA = store.itemGeneration
+
+        // b's listing, over two transactions, and its end: nothing of a's.
+        let listedB = ["1", "2", "3"].map { item($0, in: "root/b") }
+        try await store.storeListed(
+            listedB, transactionSize: 2,
+            completing: .init(directory: ItemIdentifier("root/b"), seen: Set(listedB.map(\.identifier))))
+        #expect(store.itemGeneration == readA + 2)
+        #expect(store.itemGeneration(unchangedUnder: a, since: readA) == readA + 2)
+        #expect(store.itemGeneration(unchangedUnder: b, since: readA) == nil)
+        #expect(store.itemGeneration(unchangedUnder: a, since: readA + 2) == readA + 2, "nothing since")
+
+        // a listed again with a vanished child: a's children changed.
+        try await store.storeListed([], completing: .init(directory: listed, seen: []))
+        #expect(store.itemGeneration(unchangedUnder: a, since: readA) == nil)
+        #expect(store.itemGeneration(unchangedUnder: b, since: readA + 2) == readA + 3)
+
+        // An item updated in place may have moved from any folder: nothing is known unchanged.
+        let beforeUpdate = store.itemGeneration
+        try await store.storeListed([item("1", in: "root/b", size: 9)])
+        #expect(store.itemGeneration(unchangedUnder: a, since: beforeUpdate) == nil)
+
+        // Items of two folders in one listing, or of a folder the store does not know: the same.
+        let beforeMixed = store.itemGeneration
+        try await store.storeListed([item("4", in: "root/b"), item("2", in: "root/a")])
+        #expect(store.itemGeneration(unchangedUnder: a, since: beforeMixed) == nil)
+        let beforeUnknown = store.itemGeneration
+        try await store.storeListed([item("x", in: "root/elsewhere")])
+        #expect(store.itemGeneration(unchangedUnder: a, since: beforeUnknown) == nil)
+
+        // A change made here is not a listing's either.
+        let beforeLocal = store.itemGeneration
+        var made = item("made", in: "root/b")
+        made.identifier = ItemIdentifier("made-here-1")
+        _ = try await store.insertLocalItem(made, fields: .contents)
+        #expect(store.itemGeneration(unchangedUnder: a, since: beforeLocal) == nil)
+    }
+
+    @Test("what each commit changed is remembered for a bounded number of commits")
+    func confinementsAreForgotten() throws {
+        let database = try DatabaseQueue()
+        try database.write { db in try db.execute(sql: "CREATE TABLE item (inode INTEGER PRIMARY KEY)") }
+        let counter = ItemChangeCounter(rememberedCommits: 3)
+        database.add(transactionObserver: counter, extent: .databaseLifetime)
+        func insert(confinedTo folder: UInt64?) throws {
+            try database.write { db in
+                if let folder { counter.confineTransaction(toChildrenOf: folder) }
+                try db.execute(sql: "INSERT INTO item DEFAULT VALUES")
+            }
+        }
+        try insert(confinedTo: 7)
+        #expect(counter.unchangedChildren(of: 1, since: 0) == 1)
+        #expect(counter.unchangedChildren(of: 7, since: 0) == nil)
+        // A transaction that changes no item does not count.
+        try database.write { db in try db.execute(sql: "CREATE TABLE other (x)") }
+        #expect(counter.count == 1)
+        for _ in 0..<6 { try insert(confinedTo: 7) }
+        #expect(counter.count == 7)
+        #expect(counter.unchangedChildren(of: 1, since: 0) == nil, "the first commits are forgotten")
+        #expect(counter.unchangedChildren(of: 1, since: 4) == 7)
+        try insert(confinedTo: nil)
+        #expect(counter.unchangedChildren(of: 1, since: 7) == nil)
+        #expect(counter.unchangedChildren(of: 1, since: 8) == 8)
     }
 }
