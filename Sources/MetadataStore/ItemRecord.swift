@@ -49,7 +49,7 @@ extension ItemRecord: FetchableRecord {
 
 extension Item {
     /// The column values of this item, in the order of `ItemRecord.columns`.
-    func databaseArguments() throws -> StatementArguments {
+    func columnValues() throws -> [(any DatabaseValueConvertible)?] {
         let userInfoData = userInfo.isEmpty ? nil : try JSONEncoder().encode(userInfo)
         return [
             identifier.rawValue, parentIdentifier.rawValue, Data(filename.bytes), Int64(kind.rawValue),
@@ -58,6 +58,9 @@ extension Item {
             symlinkTarget.map { Data($0) }, userInfoData,
         ]
     }
+
+    /// `columnValues` as a statement's arguments.
+    func databaseArguments() throws -> StatementArguments { StatementArguments(try columnValues()) }
 }
 
 extension ItemRecord {

@@ -58,8 +58,8 @@ extension MetadataStore {
             changed.identifier = stored.identifier
             changed.version = stored.item.version
             changed.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
+            try Self.update(changed, from: stored.item, inode: inode, in: db)
             stored.item = changed
-            try Self.update(changed, inode: inode, in: db)
             try Self.journal(fields, inode: inode, in: db)
             if localContent { try Self.noteLocalContent(inode: inode, in: db) }
             return stored
@@ -345,12 +345,13 @@ extension MetadataStore {
         try await write { db in
             for (inode, status) in written {
                 guard
-                    var record = try ItemRecord.fetchOne(
+                    let record = try ItemRecord.fetchOne(
                         db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
                 else { continue }
-                record.item.size = status.size
-                record.item.contentModificationDate = status.modification
-                try Self.update(record.item, inode: inode, in: db)
+                var item = record.item
+                item.size = status.size
+                item.contentModificationDate = status.modification
+                try Self.update(item, from: record.item, inode: inode, in: db)
                 try Self.journal([.contents, .contentModificationDate], inode: inode, in: db)
             }
             try db.execute(sql: "UPDATE localContent SET writerMark = NULL WHERE writerMark IS NOT NULL")
@@ -390,8 +391,8 @@ extension MetadataStore {
                 item.identifier = record.identifier
                 item.parentIdentifier = record.item.parentIdentifier
                 item.filename = record.item.filename
+                try Self.update(item, from: record.item, inode: inode, in: db)
             }
-            try Self.update(item, inode: inode, in: db)
             try db.cachedStatement(sql: "DELETE FROM localContent WHERE inode = ?").execute(arguments: [Int64(inode)])
             try db.cachedStatement(sql: "DELETE FROM pendingChange WHERE inode = ?").execute(arguments: [Int64(inode)])
             return ItemRecord(inode: inode, item: item)
@@ -423,11 +424,24 @@ extension MetadataStore {
         return sequence
     }
 
-    private static func update(_ item: Item, inode: UInt64, in db: Database) throws {
-        let assignments = ItemRecord.columns.map { "\($0) = ?" }.joined(separator: ", ")
-        var arguments = try item.databaseArguments()
-        arguments += [Int64(inode)]
-        try db.cachedStatement(sql: "UPDATE item SET \(assignments) WHERE inode = ?").execute(arguments: arguments)
+    /// Writes the columns in which `item` differs from `stored`, the record of `inode` as the store
+    /// holds it. SQLite rewrites an index's entry whenever an update sets one of its columns, even
+    /// to the same value: a new size or time then costs the table's page alone, where setting
+    /// every column wrote the identifier's and the name's index pages too (DECISIONS 119).
+    private static func update(_ item: Item, from stored: Item, inode: UInt64, in db: Database) throws {
+        let new = try item.columnValues()
+        let old = try stored.columnValues()
+        var assignments: [String] = []
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        for (index, column) in ItemRecord.columns.enumerated()
+        where (new[index]?.databaseValue ?? .null) != (old[index]?.databaseValue ?? .null) {
+            assignments.append("\(column) = ?")
+            arguments.append(new[index])
+        }
+        guard !assignments.isEmpty else { return }
+        arguments.append(Int64(inode))
+        try db.cachedStatement(sql: "UPDATE item SET \(assignments.joined(separator: ", ")) WHERE inode = ?")
+            .execute(arguments: StatementArguments(arguments))
     }
 
     static func journal(_ fields: ItemFields, inode: UInt64, in db: Database) throws {

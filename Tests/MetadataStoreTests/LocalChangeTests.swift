@@ -1,0 +1,39 @@
+import FileProviderKit
+import MetadataStore
+import Testing
+
+@Suite("Local changes in the store")
+struct LocalChangeTests {
+    @Test("a local change writes the columns that differ, and a save that changes none leaves the items alone")
+    func localChangeWritesWhatDiffers() async throws {
+        let store = try MetadataStore()
+        let folder = ItemIdentifier("dir")
+        let stored = try #require(
+            try await store.upsert([
+                Item(
+                    identifier: ItemIdentifier("dir/a"), parentIdentifier: folder, filename: Filename("a"),
+                    kind: .file, size: 1, version: ItemVersion(content: "1", metadata: "1"))
+            ]).first)
+        var item = stored.item
+        item.size = 5
+        item.contentModificationDate = Timestamp(seconds: 1_700_000_000)
+        let before = store.itemGeneration
+        _ = try await store.saveLocalChange(item, inode: stored.inode, fields: [.contents, .contentModificationDate])
+        let saved = try #require(try await store.record(inode: stored.inode))
+        #expect(saved.item.size == 5 && saved.item.contentModificationDate == item.contentModificationDate)
+        #expect(saved.identifier == stored.identifier && saved.item.filename == stored.item.filename)
+        #expect(saved.item.version == stored.item.version)
+        #expect(store.itemGeneration == before + 1)
+
+        // The same save again: no item column differs, so no item changes; the journal still has it.
+        _ = try await store.saveLocalChange(item, inode: stored.inode, fields: .contents)
+        #expect(store.itemGeneration == before + 1)
+        #expect(try await store.pendingWork(limit: 10).count == 1)
+
+        // A new name is written, and found by it.
+        item.filename = Filename("b")
+        _ = try await store.saveLocalChange(item, inode: stored.inode, fields: .filename)
+        #expect(try await store.child(of: folder, named: Filename("b"))?.inode == stored.inode)
+        #expect(try await store.child(of: folder, named: Filename("a")) == nil)
+    }
+}
