@@ -19,8 +19,9 @@ public struct VFSConfiguration: Sendable {
     public var listingAheadDepth = 8
     /// At most this many journal entries are sent to the remote at once (1...128).
     public var uploadDepth = 4
-    /// How long the journal must be quiet before its changes are sent; a change waits ten times
-    /// this at most (Uploader, DECISIONS 108).
+    /// How long the journal must be quiet before its changes are sent; a settling period ends at
+    /// most ten times this after its first change (Uploader, DECISIONS 108). In a burst that goes
+    /// on, a change may wait up to `uploadBurstLag`.
     public var uploadSettle: Duration = .milliseconds(100)
     /// While a burst of changes goes on, what it made this long ago is sent meanwhile, one change
     /// at a time (Uploader, DECISIONS 117).
