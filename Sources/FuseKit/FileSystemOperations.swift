@@ -16,6 +16,10 @@ public protocol FileSystemOperations: Sendable {
     func shutdown() async
 
     func lookup(parent: InodeNumber, name: [UInt8], context: RequestContext) async throws -> Entry
+    /// A lookup answered on the session thread, before any task is made; nil hands the request to
+    /// `lookup`. For what memory or a brief read of local state can answer: it blocks every other
+    /// request while it runs, and must never wait for the remote or for a task.
+    func lookupNow(parent: InodeNumber, name: [UInt8]) -> Entry?
     /// The kernel drops `count` references to `inode`. No reply.
     func forget(inode: InodeNumber, count: UInt64) async
     func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply
@@ -95,6 +99,7 @@ public struct AttributeChanges: Sendable, Hashable {
 
 extension FileSystemOperations {
     public func initialize(settings: inout ConnectionSettings) {}
+    public func lookupNow(parent: InodeNumber, name: [UInt8]) -> Entry? { nil }
     public func shutdown() async {}
 
     public func setattr(inode: InodeNumber, changes: AttributeChanges, handle: FileHandle?, context: RequestContext)

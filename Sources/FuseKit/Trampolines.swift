@@ -182,6 +182,12 @@ extension FileSystemOperations {
 
 private func fuseLookup(_ raw: OpaquePointer?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
     let name = copyName(name)
+    let request = FuseRequest(raw)
+    if let entry = request.session.operations.lookupNow(parent: inode(parent), name: name) {
+        request.session.inFlight.enter()
+        Reply(request).entry(entry)
+        return
+    }
     respondEntry(raw) { try await $0.lookup(parent: inode(parent), name: name, context: $1) }
 }
 

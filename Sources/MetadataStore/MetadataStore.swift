@@ -16,6 +16,9 @@ public final class MetadataStore: Sendable {
     /// The database; writes go through `write`, which knows what to do on a full disk.
     let database: any DatabaseWriter
     let itemChanges = ItemChangeCounter()
+    /// The FUSE session thread's own read connection (`childNow`): a read there neither waits for
+    /// one of the pool's readers nor hops to another thread. The store itself in memory.
+    private let sessionReader: any DatabaseReader
     /// Room kept on the store's disk for its writes; nil in memory.
     private let reserve: SpaceReserve?
 
@@ -46,12 +49,17 @@ public final class MetadataStore: Sendable {
         self.database = try DatabasePool(path: file.path, configuration: configuration)
         try Self.migrator.migrate(database)
         database.add(transactionObserver: itemChanges, extent: .databaseLifetime)
+        var readOnly = configuration
+        readOnly.readonly = true
+        self.sessionReader = try DatabaseQueue(path: file.path, configuration: readOnly)
     }
 
     /// A store that lives in memory only, for tests.
     public init() throws {
         self.reserve = nil
-        self.database = try DatabaseQueue()
+        let database = try DatabaseQueue()
+        self.database = database
+        self.sessionReader = database
         try Self.migrator.migrate(database)
         database.add(transactionObserver: itemChanges, extent: .databaseLifetime)
     }
@@ -258,11 +266,27 @@ public final class MetadataStore: Sendable {
 
     /// The child of `parent` called `name`, if the store knows one.
     public func child(of parent: ItemIdentifier, named name: Filename) async throws -> ItemRecord? {
-        try await database.read { db in
-            try ItemRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM item WHERE parentIdentifier = ? AND filename = ?"),
-                arguments: [try Self.resolve(parent, in: db), Data(name.bytes)])
-        }
+        try await database.read { db in try Self.child(of: parent, named: name, in: db) }
+    }
+
+    /// `child(of:named:)` read on the calling thread, which it blocks for the read: for the FUSE
+    /// session thread, never for a task.
+    public func childNow(of parent: ItemIdentifier, named name: Filename) throws -> ItemRecord? {
+        // One statement is its own snapshot: no transaction around it, which cost as much as the
+        // statement.
+        try sessionReader.unsafeRead { db in try Self.child(of: parent, named: name, in: db) }
+    }
+
+    /// One statement, which resolves the parent's alias itself (as `resolve` does).
+    private static func child(of parent: ItemIdentifier, named name: Filename, in db: Database) throws -> ItemRecord? {
+        try ItemRecord.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT * FROM item
+                    WHERE parentIdentifier = coalesce((SELECT remote FROM identifierAlias WHERE local = ?1), ?1)
+                    AND filename = ?2
+                    """),
+            arguments: [parent.rawValue, Data(name.bytes)])
     }
 
     /// Picks a folder's children in name order (bytewise); the folder's identifier is bound twice,

@@ -44,6 +44,24 @@ struct ReadSideTests {
         #expect(remote.recorder.count(.enumerateItems) == pages)
     }
 
+    @Test func aLookupInAListedFolderIsAnsweredOnTheSessionThread() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote, listingAheadDepth: 0)
+        let docs = try await vfs.resolve("docs")
+        #expect(
+            vfs.fileSystem.lookupNow(parent: docs.inode, name: Array("readme.txt".utf8)) == nil,
+            "a folder not listed yet is left to the task, which lists it")
+        #expect(vfs.fileSystem.lookupNow(parent: .root, name: Array("docs".utf8)) == docs)
+        _ = try await vfs.resolve("docs/readme.txt")
+        let pages = remote.recorder.count(.enumerateItems)
+        let readme = try #require(vfs.fileSystem.lookupNow(parent: docs.inode, name: Array("readme.txt".utf8)))
+        #expect(readme == (try await vfs.resolve("docs/readme.txt")))
+        let missing = try #require(vfs.fileSystem.lookupNow(parent: docs.inode, name: Array("nope".utf8)))
+        #expect(missing.inode.rawValue == 0, "a missing name is a negative entry")
+        #expect(vfs.fileSystem.lookupNow(parent: readme.inode, name: Array("x".utf8)) == nil, "not a folder")
+        #expect(remote.recorder.count(.enumerateItems) == pages)
+    }
+
     @Test func attributesAndSymlinks() async throws {
         let remote = try makeRemote()
         let vfs = try await VFSHarness.make(provider: remote)
