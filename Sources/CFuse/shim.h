@@ -25,11 +25,12 @@ static inline struct fuse_session *cfuse_session_new(struct fuse_args *args,
 
 /// fuse_file_info keeps its flags in bit-fields, which Swift cannot write.
 static inline void cfuse_file_info_set_open_flags(struct fuse_file_info *fi, int direct_io, int keep_cache,
-                                                  int nonseekable, int cache_readdir) {
+                                                  int nonseekable, int cache_readdir, int noflush) {
     fi->direct_io = direct_io ? 1 : 0;
     fi->keep_cache = keep_cache ? 1 : 0;
     fi->nonseekable = nonseekable ? 1 : 0;
     fi->cache_readdir = cache_readdir ? 1 : 0;
+    fi->noflush = noflush ? 1 : 0;
 }
 
 /// A fuse_bufvec holding one buffer backed by a file descriptor, read at `pos`: the kernel can

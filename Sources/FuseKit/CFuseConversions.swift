@@ -61,7 +61,8 @@ extension OpenReply {
     var fileInfo: fuse_file_info {
         var result = fuse_file_info()
         result.fh = handle.rawValue
-        cfuse_file_info_set_open_flags(&result, directIO ? 1 : 0, keepCache ? 1 : 0, 0, cacheDirectory ? 1 : 0)
+        cfuse_file_info_set_open_flags(
+            &result, directIO ? 1 : 0, keepCache ? 1 : 0, 0, cacheDirectory ? 1 : 0, skipsFlush ? 1 : 0)
         return result
     }
 }

@@ -127,16 +127,20 @@ public struct OpenReply: Sendable, Hashable {
     /// it. `keepCache` does not apply. Once an inode has a handle with a backing file, the kernel
     /// fails (EIO) every other open of it that does not name the same one.
     public var backing: BackingID?
+    /// The kernel sends no FLUSH when a descriptor of this handle is closed (FOPEN_NOFLUSH), so
+    /// that close waits for no request: for handles with nothing to save at close.
+    public var skipsFlush: Bool
 
     public init(
         handle: FileHandle, keepCache: Bool = false, directIO: Bool = false, cacheDirectory: Bool = false,
-        backing: BackingID? = nil
+        backing: BackingID? = nil, skipsFlush: Bool = false
     ) {
         self.handle = handle
         self.keepCache = keepCache
         self.directIO = directIO
         self.cacheDirectory = cacheDirectory
         self.backing = backing
+        self.skipsFlush = skipsFlush
     }
 }
 

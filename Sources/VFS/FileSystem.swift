@@ -305,7 +305,11 @@ public final class FileSystem: FileSystemOperations {
             let handle = self.openFiles.insert(file)
             // The content of a version never changes, and local contents change only through the
             // kernel, so pages cached from an earlier open stay good.
-            return file.reply(handle, olderVersionOpen: olderOpen)
+            var reply = file.reply(handle, olderVersionOpen: olderOpen)
+            // A handle that cannot write has nothing to save at close (`flush`): its close need
+            // not wait for a request.
+            reply.skipsFlush = !file.isWritable && flags & O_TRUNC == 0
+            return reply
         }
     }
 

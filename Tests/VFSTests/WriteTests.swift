@@ -224,6 +224,21 @@ struct WriteTests {
         #expect(remote.contents(of: original.identifier) == bytes("changed on the remote\n"))
     }
 
+    @Test func onlyHandlesThatCannotWriteSkipTheFlush() async throws {
+        let remote = try InMemoryProvider.docs()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let readme = try await vfs.resolve("docs/readme.txt").inode
+        for (flags, skips) in [(O_RDONLY, true), (O_RDWR, false), (O_WRONLY, false), (O_RDONLY | O_TRUNC, false)] {
+            let opened = try await vfs.fileSystem.open(inode: readme, flags: flags, context: vfs.context)
+            #expect(opened.skipsFlush == skips, "flags \(flags)")
+            try await vfs.fileSystem.release(inode: readme, handle: opened.handle, flags: 0)
+        }
+        let docs = try await vfs.resolve("docs").inode
+        let (_, created) = try await vfs.fileSystem.create(
+            parent: docs, name: bytes("new"), mode: 0o644, flags: O_WRONLY, context: vfs.context)
+        #expect(!created.skipsFlush)
+    }
+
     @Test func truncateAndPartialWritesKeepTheRestOfTheFile() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
