@@ -23,6 +23,8 @@ public protocol FileSystemOperations: Sendable {
     /// The kernel drops `count` references to `inode`. No reply.
     func forget(inode: InodeNumber, count: UInt64) async
     func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply
+    /// A getattr answered on the session thread, as `lookupNow`; nil hands it to `getattr`.
+    func getattrNow(inode: InodeNumber) -> AttributesReply?
     func readlink(inode: InodeNumber, context: RequestContext) async throws -> [UInt8]
     func open(inode: InodeNumber, flags: Int32, context: RequestContext) async throws -> OpenReply
     func read(inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext)
@@ -100,6 +102,7 @@ public struct AttributeChanges: Sendable, Hashable {
 extension FileSystemOperations {
     public func initialize(settings: inout ConnectionSettings) {}
     public func lookupNow(parent: InodeNumber, name: [UInt8]) -> Entry? { nil }
+    public func getattrNow(inode: InodeNumber) -> AttributesReply? { nil }
     public func shutdown() async {}
 
     public func setattr(inode: InodeNumber, changes: AttributeChanges, handle: FileHandle?, context: RequestContext)

@@ -217,6 +217,12 @@ private func forget(_ raw: OpaquePointer?, _ items: [(InodeNumber, UInt64)]) {
 }
 
 private func fuseGetattr(_ raw: OpaquePointer?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    let request = FuseRequest(raw)
+    if let attributes = request.session.operations.getattrNow(inode: inode(ino)) {
+        request.session.inFlight.enter()
+        Reply(request).attributes(attributes)
+        return
+    }
     respond(raw, { try await $0.getattr(inode: inode(ino), context: $1) }) {
         (answer: consuming Reply, attributes: AttributesReply) in answer.attributes(attributes)
     }

@@ -256,6 +256,14 @@ public final class MetadataStore: Sendable {
         }
     }
 
+    /// `record(inode:)` read on the calling thread, as `childNow`.
+    public func recordNow(inode: UInt64) throws -> ItemRecord? {
+        try sessionReader.unsafeRead { db in
+            try ItemRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
+        }
+    }
+
     public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
         try await database.read { db in
             try ItemRecord.fetchOne(

@@ -224,14 +224,16 @@ public final class FileSystem: FileSystemOperations {
         if nodes.forget(inode, count: count) { passthrough.kernelForgot(inode.rawValue) }
     }
 
+    /// A getattr answered on the FUSE thread: from the record memory keeps (a directory's, a
+    /// file's opened or changed since its lookup), else from the store's session connection
+    /// (DECISIONS 120). An inode the store does not know, or a failed read, goes to `getattr`.
+    public func getattrNow(inode: InodeNumber) -> AttributesReply? {
+        guard let record = nodes.record(inode) ?? (try? store.recordNow(inode: inode.rawValue)) else { return nil }
+        return AttributesReply(attributes: attributes(of: record), timeout: configuration.attributeTimeout)
+    }
+
     public func getattr(inode: InodeNumber, context: RequestContext) async throws -> AttributesReply {
-        // A record memory keeps (a directory's, a file's opened or changed since its lookup)
-        // answers without a task hop; the kernel caches attributes for `attributeTimeout`, so the
-        // store is rarely asked.
-        if let record = nodes.record(inode) {
-            return AttributesReply(attributes: attributes(of: record), timeout: configuration.attributeTimeout)
-        }
-        return try await answering {
+        try await answering {
             let record = try await self.record(inode)
             return AttributesReply(
                 attributes: self.attributes(of: record), timeout: self.configuration.attributeTimeout)

@@ -44,7 +44,7 @@ struct ReadSideTests {
         #expect(remote.recorder.count(.enumerateItems) == pages)
     }
 
-    @Test func aLookupInAListedFolderIsAnsweredOnTheSessionThread() async throws {
+    @Test func lookupsAndGetattrsAreAnsweredOnTheSessionThread() async throws {
         let remote = try makeRemote()
         let vfs = try await VFSHarness.make(provider: remote, listingAheadDepth: 0)
         let docs = try await vfs.resolve("docs")
@@ -59,6 +59,8 @@ struct ReadSideTests {
         let missing = try #require(vfs.fileSystem.lookupNow(parent: docs.inode, name: Array("nope".utf8)))
         #expect(missing.inode.rawValue == 0, "a missing name is a negative entry")
         #expect(vfs.fileSystem.lookupNow(parent: readme.inode, name: Array("x".utf8)) == nil, "not a folder")
+        #expect(vfs.fileSystem.getattrNow(inode: readme.inode)?.attributes == readme.attributes)
+        #expect(vfs.fileSystem.getattrNow(inode: InodeNumber(999_999)) == nil, "an unknown inode goes to the task")
         #expect(remote.recorder.count(.enumerateItems) == pages)
     }
 
