@@ -97,6 +97,16 @@ private func fuseInterrupt(_ raw: OpaquePointer?, _ userdata: UnsafeMutableRawPo
     SessionContext.from(userdata).tasks.withLock { $0[request.key] }?.cancel()
 }
 
+/// Answers `raw` at once, on the session thread, with what the filesystem's synchronous method
+/// gave (`lookupNow`, `getattrNow`); false when it gave nothing and a task must answer.
+private func answered<Value>(_ raw: OpaquePointer?, _ value: Value?, reply: (consuming Reply, Value) -> Void) -> Bool {
+    guard let value else { return false }
+    let request = FuseRequest(raw)
+    request.session.inFlight.enter()
+    reply(Reply(request), value)
+    return true
+}
+
 /// `respond` for operations that answer with success alone.
 private func respondEmpty(
     _ raw: OpaquePointer?,
@@ -182,12 +192,8 @@ extension FileSystemOperations {
 
 private func fuseLookup(_ raw: OpaquePointer?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
     let name = copyName(name)
-    let request = FuseRequest(raw)
-    if let entry = request.session.operations.lookupNow(parent: inode(parent), name: name) {
-        request.session.inFlight.enter()
-        Reply(request).entry(entry)
-        return
-    }
+    let now = FuseRequest(raw).session.operations.lookupNow(parent: inode(parent), name: name)
+    if answered(raw, now, reply: { $0.entry($1) }) { return }
     respondEntry(raw) { try await $0.lookup(parent: inode(parent), name: name, context: $1) }
 }
 
@@ -217,12 +223,8 @@ private func forget(_ raw: OpaquePointer?, _ items: [(InodeNumber, UInt64)]) {
 }
 
 private func fuseGetattr(_ raw: OpaquePointer?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    let request = FuseRequest(raw)
-    if let attributes = request.session.operations.getattrNow(inode: inode(ino)) {
-        request.session.inFlight.enter()
-        Reply(request).attributes(attributes)
-        return
-    }
+    let now = FuseRequest(raw).session.operations.getattrNow(inode: inode(ino))
+    if answered(raw, now, reply: { $0.attributes($1) }) { return }
     respond(raw, { try await $0.getattr(inode: inode(ino), context: $1) }) {
         (answer: consuming Reply, attributes: AttributesReply) in answer.attributes(attributes)
     }
