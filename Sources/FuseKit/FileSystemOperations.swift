@@ -5,7 +5,9 @@ import SystemPackage
 ///
 /// FuseKit copies each request's arguments, calls the method from a new task and replies exactly
 /// once with what it returns; a thrown `Errno` becomes that error reply, anything else EIO. The
-/// methods can therefore be called directly, without /dev/fuse, which is how VFS is tested.
+/// methods can therefore be called directly, without /dev/fuse, which is how VFS is tested. The
+/// few synchronous `…Now` methods are tried first, on the session thread, and answer only what
+/// they can without waiting.
 ///
 /// Write-type operations have default implementations that throw EROFS, so a read-only
 /// filesystem implements only the read side.

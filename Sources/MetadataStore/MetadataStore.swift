@@ -4,7 +4,8 @@
 // have been listed completely, which blocks of which content versions the cache holds, and small
 // settings such as the remote the cache belongs to. A WAL-mode DatabasePool lets lookups read
 // while a listing writes. Every method is async and runs on GRDB's own queues, never blocking a
-// cooperative thread. Every statement is a cached one (prepared once per connection): preparing
+// cooperative thread, except the `…Now` reads, which the FUSE session thread makes on a connection
+// of its own and which never wait for a lock. Every statement is a cached one (prepared once per connection): preparing
 // anew cost more than running it (DECISIONS 82).
 
 import FileProviderKit
@@ -16,8 +17,9 @@ public final class MetadataStore: Sendable {
     /// The database; writes go through `write`, which knows what to do on a full disk.
     let database: any DatabaseWriter
     let itemChanges = ItemChangeCounter()
-    /// The FUSE session thread's own read connection (`childNow`): a read there neither waits for
-    /// one of the pool's readers nor hops to another thread. The store itself in memory.
+    /// The FUSE session thread's own read connection (`childNow`, `recordNow`): a read there
+    /// neither waits for one of the pool's readers nor hops to another thread. The store itself
+    /// in memory.
     private let sessionReader: any DatabaseReader
     /// Room kept on the store's disk for its writes; nil in memory.
     private let reserve: SpaceReserve?
@@ -51,6 +53,9 @@ public final class MetadataStore: Sendable {
         database.add(transactionObserver: itemChanges, extent: .databaseLifetime)
         var readOnly = configuration
         readOnly.readonly = true
+        // A busy database fails the read at once (the request then goes to a task) rather than
+        // holding up every request the session thread has yet to read.
+        readOnly.busyMode = .immediateError
         self.sessionReader = try DatabaseQueue(path: file.path, configuration: readOnly)
     }
 
