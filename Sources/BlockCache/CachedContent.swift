@@ -211,27 +211,28 @@ public final class CachedContent: Sendable {
         }
     }
 
-    /// Stores fetched bytes at `offset` and wakes the readers they satisfy. `accept` is asked
-    /// under the lock, after the bytes are in the file, whether they still count: a fetch that
-    /// has been abandoned must not make bytes present.
+    /// Stores fetched bytes at `offset` and wakes the readers they satisfy, from the blocking-I/O
+    /// queue. `accept` is asked under the lock, after the bytes are in the file, whether they
+    /// still count: a fetch that has been abandoned must not make bytes present.
     public func write(
-        _ bytes: some ContiguousBytes & Sendable, at offset: UInt64, accept: () -> Bool = { true }
+        _ bytes: some ContiguousBytes & Sendable, at offset: UInt64, accept: @escaping @Sendable () -> Bool = { true }
     ) async throws {
-        try await write([bytes], at: offset, accept: accept)
+        try await BlockingIO.run { try self.writeBlocking([bytes], at: offset, accept: accept) }
     }
 
-    /// Stores `pieces`, one after the other from `offset`, with one hop to the I/O pool; then as
-    /// `write(_:at:accept:)`.
-    public func write(
+    /// Stores `pieces`, one after the other from `offset`, as `write(_:at:accept:)` does, but on
+    /// the calling thread, which must not be a cooperative one (it waits for the disk): for a
+    /// writer that already runs on the blocking-I/O queue, so that the bytes land and their readers
+    /// wake without a hop back to the cooperative pool in between.
+    public func writeBlocking(
         _ pieces: [any ContiguousBytes & Sendable], at offset: UInt64, accept: () -> Bool = { true }
-    ) async throws {
+    ) throws {
         let count = pieces.reduce(0) { total, piece in total + piece.withUnsafeBytes { $0.count } }
         guard offset + UInt64(count) <= size else {
             throw ProviderError.cannotSynchronize(
                 reason: "provider wrote \(count) bytes at \(offset), past the end of a \(size)-byte file")
         }
-        let descriptor = fileDescriptor
-        try await BlockingIO.run { try descriptor.writeAll(pieces, toAbsoluteOffset: Int64(offset)) }
+        try fileDescriptor.writeAll(pieces, toAbsoluteOffset: Int64(offset))
         let ready = try state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             guard accept() else { throw CancellationError() }
             state.landed.insert(offset..<offset + UInt64(count))

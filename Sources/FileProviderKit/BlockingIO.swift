@@ -15,4 +15,10 @@ public enum BlockingIO {
             queue.async { continuation.resume(with: Result { try work() }) }
         }
     }
+
+    /// Starts `work` on the blocking-I/O queue without waiting for it: for a writer that keeps
+    /// running there while work arrives, and reports through its own state.
+    public static func start(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
+    }
 }

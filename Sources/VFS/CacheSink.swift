@@ -8,11 +8,12 @@ import Synchronization
 /// wrote so that it can be checked, or forgotten if the fetch turns out wrong.
 ///
 /// Writes go to the cache file behind the provider: `write` queues the provider's buffer (no copy)
-/// and returns, while one writer task stores what is queued. A chunk that arrives while the writer
-/// is idle is written at once; chunks that arrive while it is busy are stored together next, with
-/// one hop to the I/O pool for the lot instead of one per network chunk. At most
-/// `maximumQueuedBytes` wait; beyond that `write` waits for the writer. `flush` waits until all is
-/// stored and reports the first failure.
+/// and returns, while one writer on the blocking-I/O queue stores what is queued and wakes the
+/// readers whose bytes landed, from there (no hop back to the cooperative pool between a chunk's
+/// arrival and its readers). A chunk that arrives while the writer is idle is written at once;
+/// chunks that arrive while it is busy are stored together next, with one write for the lot. At
+/// most `maximumQueuedBytes` wait; beyond that `write` waits for the writer. `flush` waits until
+/// all is stored and reports the first failure.
 final class CacheSink: ContentSink {
     let content: CachedContent
     let progress: ProgressMark
@@ -68,7 +69,7 @@ final class CacheSink: ContentSink {
             state.isWriting = true
             return (start, state.queuedBytes > Self.maximumQueuedBytes)
         }
-        if startWriter { Task { await drain() } }
+        if startWriter { BlockingIO.start { self.drain() } }
         if mustWait { try await flush() }
     }
 
@@ -85,11 +86,12 @@ final class CacheSink: ContentSink {
         if let failure = state.withLock({ $0.failure }) { throw failure }
     }
 
-    /// The writer: stores the queue, run by run of adjacent pieces, until it is empty.
-    private func drain() async {
+    /// The writer, on the blocking-I/O queue: stores the queue, run by run of adjacent pieces,
+    /// until it is empty.
+    private func drain() {
         while let batch = nextBatch() {
             do {
-                for run in Self.adjacentRuns(batch) { try await store(run) }
+                for run in Self.adjacentRuns(batch) { try store(run) }
             } catch {
                 state.withLock { state in if state.failure == nil { state.failure = error } }
             }
@@ -113,10 +115,10 @@ final class CacheSink: ContentSink {
     }
 
     /// Stores adjacent pieces with one write to the cached content.
-    private func store(_ run: [Piece]) async throws {
+    private func store(_ run: [Piece]) throws {
         let offset = run[0].offset
         let count = run.reduce(0) { $0 + $1.count }
-        try await content.write(run.map(\.bytes), at: offset) {
+        try content.writeBlocking(run.map(\.bytes), at: offset) {
             state.withLock { state in
                 guard !state.isClosed else { return false }
                 state.written.insert(offset..<offset + count)
