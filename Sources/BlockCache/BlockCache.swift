@@ -203,10 +203,10 @@ public final class BlockCache: Sendable {
         _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: path.string) }
     }
 
-    /// Makes `content`'s landed bytes durable (see `CachedContent.commit`) and remembers the
-    /// result, so `localBytes` stays right after the content is closed.
-    public func commit(_ content: CachedContent) async throws {
-        guard let presentBlocks = try await content.commit() else { return }
+    /// Makes `content`'s landed bytes durable (see `CachedContent.commit`, and `gathering` there)
+    /// and remembers the result, so `localBytes` stays right after the content is closed.
+    public func commit(_ content: CachedContent, gathering: Duration = .zero) async throws {
+        guard let presentBlocks = try await content.commit(gathering: gathering) else { return }
         let onGrowth = state.withLock { state -> (@Sendable () -> Void)? in
             guard var record = state.records[content.identifier], record.fileNumber == content.fileNumber else {
                 return nil

@@ -296,9 +296,11 @@ public final class CachedContent: Sendable {
 
     /// Makes the landed bytes durable: fsyncs the cache file, then records every fully landed
     /// block in the store. A block is recorded only after its data is on disk. Concurrent calls
-    /// coalesce: one runs, and runs once more if bytes landed meanwhile. Returns the map recorded,
-    /// or nil when another call does the work.
-    func commit() async throws -> [UInt8]? {
+    /// coalesce: one runs, and runs once more if bytes landed meanwhile. Each round first waits
+    /// `gathering`, so that the calls of fetches ending meanwhile join it rather than each paying
+    /// an fsync and a transaction. Returns the map recorded, or nil when another call does the
+    /// work.
+    func commit(gathering: Duration = .zero) async throws -> [UInt8]? {
         let proceed = state.withLock { state -> Bool in
             if state.isCommitting {
                 state.needsCommit = true
@@ -312,6 +314,7 @@ public final class CachedContent: Sendable {
         do {
             try await rowWritten?.value
             repeat {
+                if gathering > .zero { try? await Task.sleep(for: gathering) }
                 let landed = state.withLock { state -> ByteRanges in
                     state.needsCommit = false
                     return state.landed

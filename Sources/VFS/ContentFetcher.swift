@@ -147,12 +147,13 @@ final class ContentFetcher: Sendable {
                 content.finish(claim, error: error)
                 return
             }
-            defer { limiter.release(slot) }
             let started = ContinuousClock.now
             let fetched = await fetch(claim, of: content, version: version, name: name)
             if slot.isReadAhead {
                 noteReadAheadEnded(UInt64(claim.range.count), after: .now - started, fetched: fetched)
             }
+            limiter.release(slot)
+            if fetched { await commit(content) }
         }
         running.withLock { running in
             if running[key] != nil { running[key]?.task = task }
@@ -177,6 +178,22 @@ final class ContentFetcher: Sendable {
     private func noteReadAheadEnded(_ bytes: UInt64, after duration: Duration, fetched: Bool) {
         let quick = fetched && Double(bytes) >= Double(configuration.readAheadRequestSize) * (duration / .seconds(1))
         limiter.keepReserve(!quick)
+    }
+
+    /// How long a commit waits for more fetches of the same content to end before it records
+    /// them all with one fsync and one transaction (DECISIONS 123).
+    static let commitGathering: Duration = .milliseconds(20)
+
+    /// Records the landed blocks of `content` durably (fsync, then the store), once its fetch has
+    /// ended and given its slot back: readers were woken as their bytes landed, and commits of
+    /// fetches that end within `commitGathering` of each other share one fsync and one
+    /// transaction (DECISIONS 123). `drain` waits for it as for the fetch.
+    private func commit(_ content: CachedContent) async {
+        do {
+            try await cache.commit(content, gathering: Self.commitGathering)
+        } catch {
+            logger.error("cannot record the cached blocks of \(content.identifier): \(error)")
+        }
     }
 
     /// Fetches `claim` into `content`; true when every byte of it came.
@@ -219,13 +236,6 @@ final class ContentFetcher: Sendable {
             guard sink.written.contains(claim.range) else {
                 throw ProviderError.cannotSynchronize(
                     reason: "fetch of \(claim.range) of \(identifier) delivered only \(sink.written.count) bytes")
-            }
-            // Readers were woken as their bytes landed; record the blocks durably before the claim
-            // ends, so a fetch that has ended is always on disk.
-            do {
-                try await cache.commit(content)
-            } catch {
-                logger.error("cannot record the cached blocks of \(identifier): \(error)")
             }
             content.finish(claim, error: nil)
             statistics.fetchEnded(download, failed: false)
