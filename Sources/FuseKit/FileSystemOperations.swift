@@ -29,6 +29,8 @@ public protocol FileSystemOperations: Sendable {
     func getattrNow(inode: InodeNumber) -> AttributesReply?
     func readlink(inode: InodeNumber, context: RequestContext) async throws -> [UInt8]
     func open(inode: InodeNumber, flags: Int32, context: RequestContext) async throws -> OpenReply
+    /// An open answered on the session thread, as `lookupNow`; nil hands it to `open`.
+    func openNow(inode: InodeNumber, flags: Int32, context: RequestContext) -> OpenReply?
     func read(inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext)
         async throws -> ReadReply
     func flush(inode: InodeNumber, handle: FileHandle, context: RequestContext) async throws
@@ -105,6 +107,7 @@ extension FileSystemOperations {
     public func initialize(settings: inout ConnectionSettings) {}
     public func lookupNow(parent: InodeNumber, name: [UInt8]) -> Entry? { nil }
     public func getattrNow(inode: InodeNumber) -> AttributesReply? { nil }
+    public func openNow(inode: InodeNumber, flags: Int32, context: RequestContext) -> OpenReply? { nil }
     public func shutdown() async {}
 
     public func setattr(inode: InodeNumber, changes: AttributeChanges, handle: FileHandle?, context: RequestContext)

@@ -98,7 +98,7 @@ private func fuseInterrupt(_ raw: OpaquePointer?, _ userdata: UnsafeMutableRawPo
 }
 
 /// Answers `raw` at once, on the session thread, with what the filesystem's synchronous method
-/// gave (`lookupNow`, `getattrNow`); false when it gave nothing and a task must answer.
+/// gave (`lookupNow`, `getattrNow`, `openNow`); false when it gave nothing and a task must answer.
 private func answered<Value>(_ raw: OpaquePointer?, _ value: Value?, reply: (consuming Reply, Value) -> Void) -> Bool {
     guard let value else { return false }
     let request = FuseRequest(raw)
@@ -325,6 +325,9 @@ private func fuseLink(
 
 private func fuseOpen(_ raw: OpaquePointer?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let flags = info?.pointee.flags ?? 0
+    let request = FuseRequest(raw)
+    let now = request.session.operations.openNow(inode: inode(ino), flags: flags, context: request.context)
+    if answered(raw, now, reply: { $0.open($1) }) { return }
     respond(raw, { try await $0.open(inode: inode(ino), flags: flags, context: $1) }) {
         (answer: consuming Reply, open: OpenReply) in answer.open(open)
     }

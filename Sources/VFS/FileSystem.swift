@@ -280,7 +280,7 @@ public final class FileSystem: FileSystemOperations {
             let record = try await self.keptRecord(inode)
             guard record.item.kind == .file else { throw Errno.isDirectory }
             let readAhead = self.newReadAheadWindow()
-            let olderOpen = self.openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
+            let olderOpen = self.hasOlderVersionOpen(record)
             let file: OpenFile
             if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
                 // The kernel may write for a writer alone on its file, once its local content is
@@ -304,15 +304,41 @@ public final class FileSystem: FileSystemOperations {
             } else {
                 file = try await self.openCached(record, readAhead: readAhead, olderOpen: olderOpen, context: context)
             }
-            let handle = self.openFiles.insert(file)
-            // The content of a version never changes, and local contents change only through the
-            // kernel, so pages cached from an earlier open stay good.
-            var reply = file.reply(handle, olderVersionOpen: olderOpen)
-            // A handle that cannot write has nothing to save at close (`flush`): its close need
-            // not wait for a request.
-            reply.skipsFlush = !file.isWritable && flags & O_TRUNC == 0
-            return reply
+            return self.answerOpen(of: file, flags: flags, olderOpen: olderOpen)
         }
+    }
+
+    /// A read-only open of a file with nothing local, answered on the FUSE thread: memory holds
+    /// all it needs (the record a lookup kept, no local content, no cached bytes), and the cache
+    /// file a first read needs is made in the background as before (`prepareContent`). A first
+    /// read of a cold file starts with one (B3). Any other open has files to open and goes to
+    /// `open`.
+    public func openNow(inode: InodeNumber, flags: Int32, context: RequestContext) -> OpenReply? {
+        guard flags & O_ACCMODE == O_RDONLY, flags & O_TRUNC == 0, let record = nodes.keepRecentLookup(inode),
+            record.item.kind == .file, !localFiles.hasContent(record.inode), localBytes(of: record) == 0
+        else { return nil }
+        let olderOpen = hasOlderVersionOpen(record)
+        let file = openFile(
+            record, readAhead: newReadAheadWindow(), olderOpen: olderOpen, content: nil, candidate: nil,
+            context: context)
+        return answerOpen(of: file, flags: flags, olderOpen: olderOpen)
+    }
+
+    /// True while a handle of another content version of `record` is open.
+    private func hasOlderVersionOpen(_ record: ItemRecord) -> Bool {
+        openFiles.contains { $0.record.inode == record.inode && !$0.isOf(record) }
+    }
+
+    /// Registers `file` and makes the answer to its open.
+    private func answerOpen(of file: OpenFile, flags: Int32, olderOpen: Bool) -> OpenReply {
+        let handle = openFiles.insert(file)
+        // The content of a version never changes, and local contents change only through the
+        // kernel, so pages cached from an earlier open stay good.
+        var reply = file.reply(handle, olderVersionOpen: olderOpen)
+        // A handle that cannot write has nothing to save at close (`flush`): its close need not
+        // wait for a request.
+        reply.skipsFlush = !file.isWritable && flags & O_TRUNC == 0
+        return reply
     }
 
     /// Opens a handle that reads the remote content `record` has now. Holding the cached content
@@ -334,6 +360,17 @@ public final class FileSystem: FileSystemOperations {
             }
             content = opened
         }
+        return openFile(
+            record, readAhead: readAhead, olderOpen: olderOpen, content: content, candidate: candidate,
+            context: context)
+    }
+
+    /// A handle reading `record`'s remote content, with its `content` opened (nil: none cached
+    /// yet, and it is prepared in the background) and the file the kernel may read itself.
+    private func openFile(
+        _ record: ItemRecord, readAhead: ReadAheadWindow, olderOpen: Bool, content: CachedContent?,
+        candidate: PassthroughFiles.Candidate?, context: RequestContext
+    ) -> OpenFile {
         let opening = passthrough.open(inode: record.inode, candidate: candidate)
         countPassthrough(opening)
         let bypassesPageCache: Bool
@@ -341,7 +378,7 @@ public final class FileSystem: FileSystemOperations {
         let file = OpenFile(
             record: record, readAhead: readAhead, bypassesPageCache: bypassesPageCache, content: content,
             opening: opening)
-        if content == nil, item.size > 0 { prepareContent(of: file, for: context.pid) }
+        if content == nil, record.item.size > 0 { prepareContent(of: file, for: context.pid) }
         return file
     }
 

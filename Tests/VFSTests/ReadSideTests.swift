@@ -64,6 +64,28 @@ struct ReadSideTests {
         #expect(remote.recorder.count(.enumerateItems) == pages)
     }
 
+    @Test func readOnlyOpensOfColdFilesAreAnsweredOnTheSessionThread() async throws {
+        let remote = try makeRemote()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let readme = try await vfs.resolve("docs/readme.txt")
+        let fileSystem = vfs.fileSystem
+        #expect(fileSystem.openNow(inode: readme.inode, flags: O_RDWR, context: vfs.context) == nil, "a writer")
+        #expect(fileSystem.openNow(inode: readme.inode, flags: O_RDONLY | O_TRUNC, context: vfs.context) == nil)
+        let docs = try await vfs.resolve("docs")
+        #expect(fileSystem.openNow(inode: docs.inode, flags: O_RDONLY, context: vfs.context) == nil, "a folder")
+        let opened = try #require(fileSystem.openNow(inode: readme.inode, flags: O_RDONLY, context: vfs.context))
+        #expect(opened.skipsFlush)
+        #expect(remote.recorder.count(.fetchContents) + remote.recorder.count(.fetchPartialContents) == 0)
+        let reply = try await fileSystem.read(
+            inode: readme.inode, handle: opened.handle, offset: 0, size: 1 << 20, context: vfs.context)
+        #expect(
+            try VFSHarness.bytes(of: reply) == remote.contents(of: remote.item(atPath: "docs/readme.txt")!.identifier))
+        try await fileSystem.release(inode: readme.inode, handle: opened.handle, flags: 0)
+        #expect(
+            fileSystem.openNow(inode: readme.inode, flags: O_RDONLY, context: vfs.context) == nil,
+            "a file with cached bytes has its cache file opened by the task")
+    }
+
     @Test func attributesAndSymlinks() async throws {
         let remote = try makeRemote()
         let vfs = try await VFSHarness.make(provider: remote)
