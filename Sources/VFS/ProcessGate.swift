@@ -23,11 +23,28 @@ final class ProcessGate: Sendable {
     let names: Set<String>
     private let refusals = Mutex<[String: Int]>([:])
 
+    /// The last answer and when it was read: a reader of a cold file is asked about at its open
+    /// and again at its first read, and a process walking a tree asks for every file, each time
+    /// with four system calls on /proc. A process that became a listed one (by `exec`) within
+    /// `answerLifetime` of an answer may still download that long.
+    private let lastAnswer = Mutex<(pid: Int32, name: String?, time: ContinuousClock.Instant)?>(nil)
+    static let answerLifetime: Duration = .seconds(1)
+
     init(names: Set<String>) { self.names = names }
 
     /// The listed name `pid` runs under, or nil when it may download.
     func blockedName(of pid: Int32) -> String? {
         guard !names.isEmpty, pid > 0 else { return nil }
+        let now = ContinuousClock.now
+        if let last = lastAnswer.withLock({ $0 }), last.pid == pid, now - last.time < Self.answerLifetime {
+            return last.name
+        }
+        let name = readBlockedName(of: pid)
+        lastAnswer.withLock { $0 = (pid, name, now) }
+        return name
+    }
+
+    private func readBlockedName(of pid: Int32) -> String? {
         if let executable = Self.read(pid, "exe", link: true) {
             let name = String(executable.split(separator: "/").last ?? "")
             if names.contains(name) { return name }
