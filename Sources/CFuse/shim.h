@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/eventfd.h>
 
 /// fuse_session_new is a macro from 3.17 on; this names the function on every version.
 static inline struct fuse_session *cfuse_session_new(struct fuse_args *args,

@@ -11,16 +11,19 @@ import SystemPackage
 /// already taken to be answered, unmounts, destroys the libfuse session and calls the
 /// filesystem's `shutdown()`.
 ///
-/// The loop is `fuse_session_loop` with one difference: it polls /dev/fuse with a short timeout.
-/// `fuse_session_exit` (called by libfuse's signal handlers and by `unmount()`) only sets a flag,
-/// and a signal delivered to another thread does not interrupt the blocking read, so the plain
-/// loop would only notice the next request.
+/// The loop is `fuse_session_loop` with one difference: it polls /dev/fuse beside an eventfd
+/// (`SessionWake`) that `unmount()` and the exit signals write to. `fuse_session_exit` only sets a
+/// flag, and a signal delivered to another thread does not interrupt the blocking read, so the
+/// plain loop would only notice the next request.
 ///
-/// libfuse's signal handlers are process-wide and name one session: run one session per process
-/// if it should end on signals.
+/// Signal handlers are process-wide: run one session per process if it should end on signals.
 public final class FuseSession: Sendable {
-    /// How long the loop waits for a request before looking at the exit flag again.
+    /// How long the loop waits for a request before looking at the exit flag again, when it has
+    /// no `SessionWake` (no eventfd could be made).
     private static let exitCheckMilliseconds: Int32 = 100
+
+    /// Wakes the request loop for the session's end (nil only if no eventfd could be made).
+    private let wake = SessionWake()
 
     /// The largest read request. Replies from a file are spliced through a pipe, and libfuse
     /// splices only what fits one (header pages included); an unprivileged process cannot grow a
@@ -158,6 +161,7 @@ public final class FuseSession: Sendable {
                 return nil
             }
         }
+        wake?.wake()
         guard let retired else { return }
         waitForUsers()
         fuse_session_unmount(retired.raw)
@@ -197,11 +201,16 @@ public final class FuseSession: Sendable {
 
     /// The session thread: the request loop, then the teardown. Returns 0 or -errno.
     private func serve(_ session: SessionPointer) -> Int32 {
+        let exitSignals = SessionWake.defaultExitSignals()
         let handlesSignals = fuse_set_signal_handlers(session.raw) == 0
-        let status = Self.loop(session.raw, context: context) { raiseReadahead() }
+        if handlesSignals { wake?.catchExitSignals(exitSignals) }
+        let status = Self.loop(session.raw, context: context, wake: wake) { raiseReadahead() }
         // Replies sent from now on fail quietly instead of being reported as write errors.
         fuse_session_exit(session.raw)
-        if handlesSignals { fuse_remove_signal_handlers(session.raw) }
+        if handlesSignals {
+            wake?.releaseExitSignals(exitSignals)
+            fuse_remove_signal_handlers(session.raw)
+        }
         // Requests already taken still get their answers while the mount can deliver them.
         context.inFlight.wait()
         state.withLock { $0 = .ended }
@@ -211,18 +220,30 @@ public final class FuseSession: Sendable {
         return status
     }
 
-    /// `fuse_session_loop`, polling so that the exit flag is seen without a request arriving.
-    /// The first request (the kernel's INIT) may ask for passthrough on the way
-    /// (`PassthroughNegotiation`); `initialized` runs once it has been answered.
-    private static func loop(_ session: OpaquePointer, context: SessionContext, initialized: () -> Void) -> Int32 {
+    /// `fuse_session_loop`, polling /dev/fuse beside `wake`, so that the end is seen without a
+    /// request arriving (without `wake`, by looking at the exit flag every 100 ms). The first
+    /// request (the kernel's INIT) may ask for passthrough on the way (`PassthroughNegotiation`);
+    /// `initialized` runs once it has been answered.
+    private static func loop(
+        _ session: OpaquePointer, context: SessionContext, wake: SessionWake?, initialized: () -> Void
+    ) -> Int32 {
         var buffer = fuse_buf()
         defer { free(buffer.mem) }
-        var device = pollfd(fd: fuse_session_fd(session), events: Int16(POLLIN), revents: 0)
+        var polled = [
+            pollfd(fd: fuse_session_fd(session), events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
+        ]
+        let timeout = wake == nil ? exitCheckMilliseconds : -1
         var answeredInit = false
         while fuse_session_exited(session) == 0 {
-            let ready = poll(&device, 1, exitCheckMilliseconds)
+            let ready = poll(&polled, nfds_t(polled.count), timeout)
             if ready == 0 || (ready < 0 && errno == EINTR) { continue }
             if ready < 0 { return -errno }
+            // A signal's wake: end as libfuse's handler would have (`unmount()` set the flag).
+            if polled[1].revents != 0 {
+                fuse_session_exit(session)
+                continue
+            }
             let received = fuse_session_receive_buf(session, &buffer)
             if received == -EINTR { continue }
             // 0: unmounted (libfuse turns ENODEV into a clean end).
