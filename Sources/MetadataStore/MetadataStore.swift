@@ -4,9 +4,9 @@
 // have been listed completely, which blocks of which content versions the cache holds, and small
 // settings such as the remote the cache belongs to. A WAL-mode DatabasePool lets lookups read
 // while a listing writes. Every method is async and runs on GRDB's own queues, never blocking a
-// cooperative thread, except the `…Now` reads, which the FUSE session thread makes on a connection
-// of its own and which never wait for a lock. Every statement is a cached one (prepared once per connection): preparing
-// anew cost more than running it (DECISIONS 82).
+// cooperative thread, except the `…Now` reads, which the FUSE session thread makes on a
+// connection of its own and which never wait for a lock. Every statement is a cached one
+// (prepared once per connection): preparing anew cost more than running it (DECISIONS 82).
 
 import FileProviderKit
 import Foundation
@@ -18,8 +18,8 @@ public final class MetadataStore: Sendable {
     let database: any DatabaseWriter
     let itemChanges = ItemChangeCounter()
     /// The FUSE session thread's own read connection (`childNow`, `recordNow`): a read there
-    /// neither waits for one of the pool's readers nor hops to another thread. The store itself
-    /// in memory.
+    /// neither waits for one of the pool's readers nor hops to another thread. For a store in
+    /// memory, its one connection.
     private let sessionReader: any DatabaseReader
     /// Room kept on the store's disk for its writes; nil in memory.
     private let reserve: SpaceReserve?
