@@ -61,12 +61,34 @@ extension InMemoryProvider {
             try Task.checkCancellation()
             let end = min(offset + UInt64(max(1, settings.writeChunkSize)), retrieved.upperBound)
             let piece = contents[Int(offset)..<Int(end)]
-            try await sink.write(piece, at: offset)
+            if settings.writesWithoutSuspending {
+                try await Self.writeWithoutSuspending(piece, at: offset, into: sink)
+            } else {
+                try await sink.write(piece, at: offset)
+            }
             // Bytes the local copy already had did not cross the network.
             let reused = existing.map { $0.count >= Int(end) && $0[Int(offset)..<Int(end)] == piece } ?? false
             if !reused { recorder.served(piece.count) }
             offset = end
         }
         return (item, retrieved)
+    }
+
+    /// Writes `piece` as an event loop would, and waits only while the sink holds it back.
+    private static func writeWithoutSuspending(
+        _ piece: ArraySlice<UInt8>, at offset: UInt64, into sink: any ContentSink
+    )
+        async throws
+    {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            do {
+                let takesMore = try sink.write(piece, at: offset) { error in
+                    if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+                }
+                if takesMore { continuation.resume() }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
     }
 }

@@ -21,6 +21,9 @@ public final class InMemoryProvider: PartialContentFetching, IncrementalContentF
         public var fetchDelay: Duration?
         /// Bytes per sink write, so readers see a fetch land piece by piece.
         public var writeChunkSize: Int
+        /// True writes through the sink's non-suspending `write(_:at:resume:)`, as a provider
+        /// receiving on a network event loop does, waiting only when the sink holds it back.
+        public var writesWithoutSuspending: Bool
         /// False makes `enumerateChanges` throw `featureUnsupported`, as remotes without a change
         /// feed do.
         public var supportsChangeEnumeration: Bool
@@ -29,11 +32,12 @@ public final class InMemoryProvider: PartialContentFetching, IncrementalContentF
 
         public init(
             pageSize: Int? = nil, fetchDelay: Duration? = nil, writeChunkSize: Int = 64 * 1024,
-            supportsChangeEnumeration: Bool = true, changeLogLimit: Int? = nil
+            writesWithoutSuspending: Bool = false, supportsChangeEnumeration: Bool = true, changeLogLimit: Int? = nil
         ) {
             self.pageSize = pageSize
             self.fetchDelay = fetchDelay
             self.writeChunkSize = writeChunkSize
+            self.writesWithoutSuspending = writesWithoutSuspending
             self.supportsChangeEnumeration = supportsChangeEnumeration
             self.changeLogLimit = changeLogLimit
         }

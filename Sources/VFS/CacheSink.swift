@@ -12,8 +12,9 @@ import Synchronization
 /// readers whose bytes landed, from there (no hop back to the cooperative pool between a chunk's
 /// arrival and its readers). A chunk that arrives while the writer is idle is written at once;
 /// chunks that arrive while it is busy are stored together next, with one write for the lot. At
-/// most `maximumQueuedBytes` wait; beyond that `write` waits for the writer. `flush` waits until
-/// all is stored and reports the first failure.
+/// most `maximumQueuedBytes` wait; beyond that `write` waits for the writer (a provider on an
+/// event loop is told to hold back, and resumed). `flush` waits until all is stored and reports
+/// the first failure.
 final class CacheSink: ContentSink {
     let content: CachedContent
     let progress: ProgressMark
@@ -38,8 +39,10 @@ final class CacheSink: ContentSink {
         var queuedBytes = 0
         var isWriting = false
         var failure: (any Error)?
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [Waiter] = []
     }
+    /// Called once the writer has stored everything queued, with its first failure.
+    private typealias Waiter = @Sendable ((any Error)?) -> Void
     private let state = Mutex(State())
 
     init(content: CachedContent, progress: ProgressMark, statistics: Statistics, download: UInt64) {
@@ -58,6 +61,20 @@ final class CacheSink: ContentSink {
 
     func write(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64) async throws {
         try Task.checkCancellation()
+        if try !enqueue(bytes, at: offset, waiter: nil) { try await flush() }
+    }
+
+    func write(
+        _ bytes: some ContiguousBytes & Sendable, at offset: UInt64,
+        resume: @escaping @Sendable ((any Error)?) -> Void
+    ) throws -> Bool {
+        try enqueue(bytes, at: offset, waiter: resume)
+    }
+
+    /// Queues `bytes` for the writer, starting it when it is idle. Returns false when more than
+    /// `maximumQueuedBytes` wait: the caller is to wait for the writer, and `waiter`, if given, is
+    /// called once it has stored them.
+    private func enqueue(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64, waiter: Waiter?) throws -> Bool {
         progress.touch()
         let count = bytes.withUnsafeBytes { UInt64($0.count) }
         let (startWriter, mustWait) = try state.withLock { state throws -> (Bool, Bool) in
@@ -67,10 +84,12 @@ final class CacheSink: ContentSink {
             state.queuedBytes += Int(count)
             let start = !state.isWriting
             state.isWriting = true
-            return (start, state.queuedBytes > Self.maximumQueuedBytes)
+            let mustWait = state.queuedBytes > Self.maximumQueuedBytes
+            if mustWait, let waiter { state.waiters.append(waiter) }
+            return (start, mustWait)
         }
         if startWriter { BlockingIO.start { self.drain() } }
-        if mustWait { try await flush() }
+        return !mustWait
     }
 
     /// Waits until everything queued is stored; throws the writer's first failure.
@@ -78,7 +97,7 @@ final class CacheSink: ContentSink {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state -> Bool in
                 if !state.isWriting { return true }
-                state.waiters.append(continuation)
+                state.waiters.append { _ in continuation.resume() }
                 return false
             }
             if idle { continuation.resume() }
@@ -101,16 +120,16 @@ final class CacheSink: ContentSink {
     /// Takes the queue; or, when it is empty (or the writer failed), stops the writer and wakes
     /// those waiting in `flush`, in one step, so that none is woken while bytes still wait.
     private func nextBatch() -> [Piece]? {
-        let (batch, waiters) = state.withLock { state -> ([Piece]?, [CheckedContinuation<Void, Never>]) in
+        let (batch, waiters, failure) = state.withLock { state -> ([Piece]?, [Waiter], (any Error)?) in
             let batch = state.failure == nil && !state.queue.isEmpty ? state.queue : nil
             state.queue = []
             state.queuedBytes = 0
-            if batch != nil { return (batch, []) }
+            if batch != nil { return (batch, [], nil) }
             state.isWriting = false
             defer { state.waiters = [] }
-            return (nil, state.waiters)
+            return (nil, state.waiters, state.failure)
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter(failure) }
         return batch
     }
 

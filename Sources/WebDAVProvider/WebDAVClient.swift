@@ -136,6 +136,23 @@ final class WebDAVClient: Sendable {
     /// cannot be made into `serverUnreachable`. Other statuses come back for the caller to judge;
     /// the caller reads or drops the body.
     func send(_ request: Request) async throws -> HTTPClientResponse {
+        try await send(request) { outgoing in try await self.http.execute(outgoing, deadline: .now() + .hours(24)) }
+    }
+
+    /// Sends a request without a body, as `send` does, whose answer's body is to go into a content
+    /// sink straight from the event loop (`StreamedBody`).
+    func sendStreaming(_ request: Request) async throws -> StreamedResponse {
+        precondition(request.body == nil, "a streamed request has no body")
+        return try await send(request) { outgoing in
+            let sent = try HTTPClient.Request(url: outgoing.url, method: outgoing.method, headers: outgoing.headers)
+            return try await StreamedBody.send(sent, with: self.http)
+        }
+    }
+
+    /// `send`'s loop, with `attempt` sending one request and waiting for its answer's head.
+    private func send<Answer: ReceivedResponse>(
+        _ request: Request, attempt send: (HTTPClientRequest) async throws -> Answer
+    ) async throws -> Answer {
         var attempt = 0
         var challenges = 0
         while true {
@@ -148,20 +165,20 @@ final class WebDAVClient: Sendable {
             if let authorization { outgoing.headers.add(name: "Authorization", value: authorization) }
             outgoing.body = try request.body?()
             do {
-                let response = try await http.execute(outgoing, deadline: .now() + .hours(24))
+                let response = try await send(outgoing)
                 switch response.status.code {
                 case 401:
                     challenges += 1
                     if challenges <= 2,
                         authenticator.challenged(by: response.headers, hadAuthorization: authorization != nil)
                     {
-                        await Self.discardBody(of: response)
+                        await response.discardBody()
                         continue
                     }
                     return response
                 case 500, 502, 503, 504:
                     guard request.isIdempotent, attempt < configuration.retries else { return response }
-                    await Self.discardBody(of: response)
+                    await response.discardBody()
                 default:
                     return response
                 }
@@ -190,7 +207,7 @@ final class WebDAVClient: Sendable {
 
     /// Reads and drops what is left of a body, so the connection can serve the next request.
     static func discardBody(of response: HTTPClientResponse) async {
-        _ = try? await response.body.collect(upTo: 1 << 20)
+        await response.discardBody()
     }
 
     /// The error for a status that is not the success the caller wanted.

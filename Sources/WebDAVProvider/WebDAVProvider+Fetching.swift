@@ -15,16 +15,16 @@ extension WebDAVProvider {
     {
         let location = try await fileLocation(identifier)
         let path = location.path
-        let response = try await client.send(WebDAVClient.Request(method: .GET, path: path))
+        let response = try await client.sendStreaming(WebDAVClient.Request(method: .GET, path: path))
         guard response.status == .ok else {
-            await WebDAVClient.discardBody(of: response)
+            await response.discardBody()
             throw WebDAVClient.error(for: response.status, path: path, method: .GET)
         }
         try await checkFileID(of: response, is: identifier)
         let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
         var item = Item(location, size: expected ?? 0, headers: response.headers)
         if let version, item.version.content != version.content {
-            await WebDAVClient.discardBody(of: response)
+            await response.discardBody()
             throw ProviderError.versionNoLongerAvailable
         }
         if let expected {
@@ -53,7 +53,7 @@ extension WebDAVProvider {
             return PartialFetchResult(retrievedRange: wanted.lowerBound..<wanted.lowerBound, item: item)
         }
         let headers = [("Range", "bytes=\(wanted.lowerBound)-\(wanted.upperBound - 1)")]
-        let response = try await client.send(WebDAVClient.Request(method: .GET, path: path, headers: headers))
+        let response = try await client.sendStreaming(WebDAVClient.Request(method: .GET, path: path, headers: headers))
         if [.partialContent, .ok].contains(response.status) { try await checkFileID(of: response, is: identifier) }
         switch response.status {
         case .partialContent:
@@ -61,7 +61,7 @@ extension WebDAVProvider {
                 range.end + 1 == wanted.upperBound
                     || (range.end + 1 < wanted.upperBound && range.end + 1 == range.total)
             else {
-                await WebDAVClient.discardBody(of: response)
+                await response.discardBody()
                 let sent = response.headers.first(name: "Content-Range") ?? "none"
                 throw ProviderError.cannotSynchronize(
                     reason: "GET \(path): asked for bytes \(wanted.lowerBound)-\(wanted.upperBound - 1), "
@@ -69,7 +69,7 @@ extension WebDAVProvider {
             }
             let item = Item(location, size: range.total, headers: response.headers)
             if strict, item.version.content != version.content {
-                await WebDAVClient.discardBody(of: response)
+                await response.discardBody()
                 throw ProviderError.versionNoLongerAvailable
             }
             let retrieved = range.start..<(range.end + 1)
@@ -79,7 +79,7 @@ extension WebDAVProvider {
             let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
             let item = Item(location, size: expected ?? 0, headers: response.headers)
             if strict, item.version.content != version.content {
-                await WebDAVClient.discardBody(of: response)
+                await response.discardBody()
                 throw ProviderError.versionNoLongerAvailable
             }
             var whole = item
@@ -90,13 +90,13 @@ extension WebDAVProvider {
             }
             return PartialFetchResult(retrievedRange: 0..<whole.size, item: whole)
         case .rangeNotSatisfiable:
-            await WebDAVClient.discardBody(of: response)
+            await response.discardBody()
             let item = try await current(identifier).item
             if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
             let start = min(wanted.lowerBound, item.size / max(alignment, 1) * max(alignment, 1))
             return PartialFetchResult(retrievedRange: start..<start, item: item)
         default:
-            await WebDAVClient.discardBody(of: response)
+            await response.discardBody()
             throw WebDAVClient.error(for: response.status, path: path, method: .GET)
         }
     }
@@ -115,11 +115,11 @@ extension WebDAVProvider {
     /// A GET of a fileid that the server answers with another file's id (Nextcloud's `OC-FileId`
     /// header) reached another file at the old place: `noSuchItem`, before a byte is taken.
     /// Nextcloud spells the header as `oc:id` does: the fileid zero-padded, then the instance id.
-    private func checkFileID(of response: HTTPClientResponse, is identifier: ItemIdentifier) async throws {
+    private func checkFileID(of response: StreamedResponse, is identifier: ItemIdentifier) async throws {
         guard RemotePath(identifier: identifier) == nil, let sent = response.headers.first(name: "OC-FileId"),
             sent != identifier.rawValue, Int(sent.prefix(while: \.isNumber)) != Int(identifier.rawValue)
         else { return }
-        await WebDAVClient.discardBody(of: response)
+        await response.discardBody()
         fileIDs.forget(identifier)
         throw ProviderError.noSuchItem(identifier)
     }
@@ -129,7 +129,7 @@ extension WebDAVProvider {
     /// and only from a server that still has `version` — so a dropped connection costs a request,
     /// not the read. Throws `serverUnreachable` when the rest cannot be had.
     private func receive(
-        _ response: HTTPClientResponse, of path: RemotePath, bytes: Range<UInt64>, version: ItemVersion,
+        _ response: StreamedResponse, of path: RemotePath, bytes: Range<UInt64>, version: ItemVersion,
         into sink: any ContentSink
     ) async throws {
         var response = response
@@ -138,7 +138,7 @@ extension WebDAVProvider {
         while true {
             let failure: String
             do {
-                position += try await stream(response, of: path, from: position, into: sink)
+                position += try await response.body.stream(into: sink, from: position)
                 if position == bytes.upperBound { return }
                 guard position < bytes.upperBound else {
                     throw ProviderError.cannotSynchronize(reason: "GET \(path): the server sent more than it announced")
@@ -152,7 +152,7 @@ extension WebDAVProvider {
                 throw ProviderError.serverUnreachable(reason: "GET \(path): \(failure)")
             }
             resumes += 1
-            response = try await client.send(
+            response = try await client.sendStreaming(
                 WebDAVClient.Request(
                     method: .GET, path: path, headers: [("Range", "bytes=\(position)-\(bytes.upperBound - 1)")]))
             let range = Self.contentRange(response.headers)
@@ -160,50 +160,21 @@ extension WebDAVProvider {
                 range.map({ $0.end + 1 }) == bytes.upperBound,
                 RemoteVersion.make(headers: response.headers, size: 0).content == version.content
             else {
-                await WebDAVClient.discardBody(of: response)
+                await response.discardBody()
                 throw ProviderError.serverUnreachable(reason: "GET \(path): \(failure), and the rest could not be had")
             }
         }
     }
 
     /// Streams a body sent without a length, which cannot be resumed; returns its length.
-    private func streamUnannounced(_ response: HTTPClientResponse, of path: RemotePath, into sink: any ContentSink)
+    private func streamUnannounced(_ response: StreamedResponse, of path: RemotePath, into sink: any ContentSink)
         async throws -> UInt64
     {
         do {
-            return try await stream(response, of: path, from: 0, into: sink)
+            return try await response.body.stream(into: sink, from: 0)
         } catch let broken as BrokenOff {
             throw ProviderError.serverUnreachable(reason: "GET \(path): \(broken.reason)")
         }
-    }
-
-    /// Where and why a body broke off.
-    private struct BrokenOff: Error {
-        var position: UInt64
-        var reason: String
-    }
-
-    /// Copies the body into the sink from `offset` on, chunk by chunk as it arrives; returns the
-    /// number of bytes written. A connection that breaks off throws `BrokenOff`.
-    private func stream(
-        _ response: HTTPClientResponse, of path: RemotePath, from offset: UInt64, into sink: any ContentSink
-    ) async throws -> UInt64 {
-        var position = offset
-        var chunks = response.body.makeAsyncIterator()
-        while true {
-            let next: ByteBuffer?
-            do {
-                next = try await chunks.next()
-            } catch {
-                if Task.isCancelled { throw CancellationError() }
-                throw BrokenOff(position: position, reason: "the connection broke off: \(error)")
-            }
-            guard let buffer = next else { break }
-            try Task.checkCancellation()
-            try await sink.write(BufferBytes(buffer: buffer), at: position)
-            position += UInt64(buffer.readableBytes)
-        }
-        return position - offset
     }
 
     /// `Content-Range: bytes START-END/TOTAL`.

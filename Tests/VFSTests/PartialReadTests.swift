@@ -60,6 +60,19 @@ struct PartialReadTests {
         #expect(try await vfs.xattr(file.inode, "user.fpfs.state") == "local")
     }
 
+    /// A provider on a network event loop writes without suspending, in pieces large enough that
+    /// the sink holds it back while its writer catches up: every byte lands, in a read's own fetch
+    /// and in read-ahead alike.
+    @Test func aProviderWritingWithoutSuspendingIsHeldBackAndLosesNothing() async throws {
+        let contents = pattern(24 << 20)
+        let remote = InMemoryProvider(configuration: .init(writeChunkSize: 1 << 20, writesWithoutSuspending: true))
+        _ = try remote.addFile(path: "file.bin", contents: contents)
+        let vfs = try await VFSHarness.make(provider: remote)
+        let file = try await vfs.resolve("file.bin")
+        #expect(try await vfs.readAll(file.inode, chunk: 1 << 20) == contents)
+        #expect(try await vfs.xattr(file.inode, "user.fpfs.state") == "local")
+    }
+
     /// 4 × depth readers of cold files: `depth` fetches run at once (held until they all have
     /// started, so that how the test's tasks are scheduled does not matter), and never more.
     @Test(arguments: [1, 2, 3])
