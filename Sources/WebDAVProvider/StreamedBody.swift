@@ -8,8 +8,8 @@ import Synchronization
 /// sink, chunk by chunk as it is read, without a hop to a task for each (DECISIONS 127).
 ///
 /// The body waits on the connection until the caller has judged the head (`StreamedResponse`)
-/// and either streams it into a sink (`stream(into:from:)`) or drops it (`discard()`). The sink
-/// holds the connection back when its writer falls behind.
+/// and streams it into a sink (`stream(into:from:)`), reads a small one whole (`collect(upTo:)`)
+/// or drops it (`discard()`). The sink holds the connection back when its writer falls behind.
 final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     typealias Response = Void
 
@@ -17,6 +17,7 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     private enum Destination {
         case undecided
         case sink(any ContentSink, position: UInt64)
+        case memory(limit: Int)
         case nowhere
     }
 
@@ -30,6 +31,8 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
         var written: UInt64 = 0
         /// The bytes dropped after `discard()`.
         var dropped = 0
+        /// The body read by `collect(upTo:)`.
+        var collected = ByteBuffer()
         /// The sink's refusal, which ends the request and is the caller's error, not the connection's.
         var sinkFailure: (any Error)?
     }
@@ -77,6 +80,17 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
         return state.withLock { $0.written }
     }
 
+    /// Reads the whole body; throws when it is longer than `limit` or the connection breaks off.
+    func collect(upTo limit: Int) async throws -> ByteBuffer {
+        let judged = state.withLock { state in
+            state.destination = .memory(limit: limit)
+            return state.judged
+        }
+        judged?.succeed()
+        try await finished()
+        return state.withLock { $0.collected }
+    }
+
     /// Reads and drops the body, so the connection can serve the next request; a body longer than
     /// `discardLimit` ends the request instead (the connection is closed).
     func discard() async {
@@ -91,8 +105,10 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     /// How much of a body `discard()` reads to keep its connection.
     static let discardLimit = 1 << 20
 
-    /// Ends a discarded body that is too long to read.
-    private struct TooLongToDiscard: Error {}
+    /// Ends a body longer than its reader takes.
+    struct TooLong: Error, CustomStringConvertible {
+        var description: String { "the answer is longer than expected" }
+    }
 
     private func finished() async throws {
         guard let task = task.withLock({ $0 }) else { return }
@@ -127,21 +143,24 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        let (destination, dropped) = state.withLock { state -> (Destination, Int) in
+        let (destination, tooLong) = state.withLock { state -> (Destination, Bool) in
             let destination = state.destination
             switch destination {
             case .sink(let sink, let position):
                 state.destination = .sink(sink, position: position + UInt64(buffer.readableBytes))
                 state.written += UInt64(buffer.readableBytes)
+                return (destination, false)
+            case .memory(let limit):
+                var buffer = buffer
+                state.collected.writeBuffer(&buffer)
+                return (destination, state.collected.readableBytes > limit)
             case .nowhere, .undecided:
                 state.dropped += buffer.readableBytes
+                return (destination, state.dropped > Self.discardLimit)
             }
-            return (destination, state.dropped)
         }
-        guard case .sink(let sink, let position) = destination else {
-            if dropped > Self.discardLimit { return task.eventLoop.makeFailedFuture(TooLongToDiscard()) }
-            return task.eventLoop.makeSucceededVoidFuture()
-        }
+        if tooLong { return task.eventLoop.makeFailedFuture(TooLong()) }
+        guard case .sink(let sink, let position) = destination else { return task.eventLoop.makeSucceededVoidFuture() }
         let resumed = task.eventLoop.makePromise(of: Void.self)
         do {
             let takesMore = try sink.write(BufferBytes(buffer: buffer), at: position) { [self] error in

@@ -8,12 +8,14 @@ import Synchronization
 /// The HTTP side of the provider: URLs of paths, authentication, retries of failures on the way,
 /// and HTTP statuses turned into `ProviderError`s.
 final class WebDAVClient: Sendable {
-    /// One request to send; `body` makes the body afresh for each attempt.
+    /// One request to send, with a body of `bytes`, or one `body` makes afresh for each attempt
+    /// (a file streamed up; such a request goes only through `send`).
     struct Request: Sendable {
         var method: HTTPMethod
         var path: RemotePath
         var isCollection = false
         var headers: [(String, String)] = []
+        var bytes: ByteBuffer?
         var body: (@Sendable () throws -> HTTPClientRequest.Body)?
         /// True when sending the request twice does no harm, so failures on the way are retried.
         var isIdempotent = true
@@ -139,12 +141,14 @@ final class WebDAVClient: Sendable {
         try await send(request) { outgoing in try await self.http.execute(outgoing, deadline: .now() + .hours(24)) }
     }
 
-    /// Sends a request without a body, as `send` does, whose answer's body is to go into a content
-    /// sink straight from the event loop (`StreamedBody`).
+    /// Sends a request whose body, if any, is `bytes`, as `send` does; the answer's body then goes
+    /// from the event loop to where the caller says (`StreamedBody`).
     func sendStreaming(_ request: Request) async throws -> StreamedResponse {
-        precondition(request.body == nil, "a streamed request has no body")
+        precondition(request.body == nil, "a streamed request's body is bytes")
         return try await send(request) { outgoing in
-            let sent = try HTTPClient.Request(url: outgoing.url, method: outgoing.method, headers: outgoing.headers)
+            let sent = try HTTPClient.Request(
+                url: outgoing.url, method: outgoing.method, headers: outgoing.headers,
+                body: request.bytes.map { .byteBuffer($0) })
             return try await StreamedBody.send(sent, with: self.http)
         }
     }
@@ -163,7 +167,7 @@ final class WebDAVClient: Sendable {
             for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
             let authorization = authenticator.authorization(method: request.method.rawValue, uri: serverPath)
             if let authorization { outgoing.headers.add(name: "Authorization", value: authorization) }
-            outgoing.body = try request.body?()
+            outgoing.body = try request.body?() ?? request.bytes.map { .bytes($0) }
             do {
                 let response = try await send(outgoing)
                 switch response.status.code {
@@ -194,10 +198,18 @@ final class WebDAVClient: Sendable {
     }
 
     /// Sends a request and reads a small answer whole (error bodies, PROPFIND of one item, MKCOL).
-    func sendCollecting(_ request: Request, limit: Int = 16 << 20) async throws -> (HTTPClientResponse, ByteBuffer) {
-        let response = try await send(request)
+    /// A request whose body is bytes goes through the delegate path, as GETs of contents do, so
+    /// that a mount's first requests have made that path's first-use costs before its first read.
+    func sendCollecting(_ request: Request, limit: Int = 16 << 20) async throws -> (any ReceivedResponse, ByteBuffer) {
         do {
+            if request.body == nil {
+                let response = try await sendStreaming(request)
+                return (response, try await response.body.collect(upTo: limit))
+            }
+            let response = try await send(request)
             return (response, try await response.body.collect(upTo: limit))
+        } catch let error as ProviderError {
+            throw error
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw ProviderError.serverUnreachable(

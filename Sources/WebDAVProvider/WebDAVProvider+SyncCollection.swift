@@ -67,7 +67,7 @@ extension WebDAVProvider {
         let body = Self.syncCollectionBody(token: token, limit: limit)
         let request = WebDAVClient.Request(
             method: .RAW(value: "REPORT"), path: .root, isCollection: true,
-            headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")], body: { .bytes(body) })
+            headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")], bytes: body)
         let response = try await client.send(request)
         switch response.status.code {
         case 207:

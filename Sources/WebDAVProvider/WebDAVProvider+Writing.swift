@@ -228,7 +228,7 @@ extension WebDAVProvider {
         let body = ByteBuffer(string: ExtendedAttributes.proppatchBody(attributes))
         let request = WebDAVClient.Request(
             method: .RAW(value: "PROPPATCH"), path: path, isCollection: isCollection,
-            headers: [("Content-Type", "application/xml; charset=utf-8")], body: { .bytes(body) })
+            headers: [("Content-Type", "application/xml; charset=utf-8")], bytes: body)
         let (response, answer) = try await client.sendCollecting(request)
         switch response.status.code {
         case 207:

@@ -203,7 +203,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
         WebDAVClient.Request(
             method: .RAW(value: "PROPFIND"), path: path, isCollection: isCollection,
             headers: [("Depth", String(depth)), ("Content-Type", "application/xml; charset=utf-8")],
-            body: { .bytes(body) })
+            bytes: body)
     }
 
     /// The item at `path` now, by `PROPFIND Depth: 0`; `parent` is its folder's identifier when
