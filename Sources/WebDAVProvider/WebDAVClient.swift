@@ -217,11 +217,6 @@ final class WebDAVClient: Sendable {
         }
     }
 
-    /// Reads and drops what is left of a body, so the connection can serve the next request.
-    static func discardBody(of response: HTTPClientResponse) async {
-        await response.discardBody()
-    }
-
     /// The error for a status that is not the success the caller wanted.
     static func error(for status: HTTPResponseStatus, path: RemotePath, method: HTTPMethod) -> ProviderError {
         let what = "\(method.rawValue) \(path) answered \(status.code) \(status.reasonPhrase)"

@@ -83,10 +83,10 @@ extension WebDAVProvider {
             stopUsingSyncCollection()
             throw ProviderError.syncAnchorExpired
         case 507 where limit != nil:
-            await WebDAVClient.discardBody(of: response)
+            await response.discardBody()
             return try await syncCollection(since: token, limit: nil, each: each)
         default:
-            await WebDAVClient.discardBody(of: response)
+            await response.discardBody()
             throw WebDAVClient.error(for: response.status, path: .root, method: request.method)
         }
         var truncated = false

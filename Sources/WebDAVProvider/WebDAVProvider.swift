@@ -256,7 +256,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
         let request = propfindRequest(folder, depth: 1, isCollection: true)
         let response = try await client.send(request)
         guard response.status.code == 207 else {
-            await WebDAVClient.discardBody(of: response)
+            await response.discardBody()
             throw WebDAVClient.error(for: response.status, path: folder, method: request.method)
         }
         var sawFolder = false
