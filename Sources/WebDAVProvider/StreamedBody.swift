@@ -64,11 +64,7 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     /// Streams the body into `sink` from `position` on; returns the bytes written. A sink's
     /// refusal is rethrown; a connection that breaks off throws `BrokenOff` with how far it came.
     func stream(into sink: any ContentSink, from position: UInt64) async throws -> UInt64 {
-        let judged = state.withLock { state in
-            state.destination = .sink(sink, position: position)
-            return state.judged
-        }
-        judged?.succeed()
+        judge(.sink(sink, position: position))
         do {
             try await finished()
         } catch {
@@ -82,11 +78,7 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
 
     /// Reads the whole body; throws when it is longer than `limit` or the connection breaks off.
     func collect(upTo limit: Int) async throws -> ByteBuffer {
-        let judged = state.withLock { state in
-            state.destination = .memory(limit: limit)
-            return state.judged
-        }
-        judged?.succeed()
+        judge(.memory(limit: limit))
         try await finished()
         return state.withLock { $0.collected }
     }
@@ -94,11 +86,7 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     /// Reads and drops the body, so the connection can serve the next request; a body longer than
     /// `discardLimit` ends the request instead (the connection is closed).
     func discard() async {
-        let judged = state.withLock { state in
-            state.destination = .nowhere
-            return state.judged
-        }
-        judged?.succeed()
+        judge(.nowhere)
         try? await finished()
     }
 
@@ -108,6 +96,15 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     /// Ends a body longer than its reader takes.
     struct TooLong: Error, CustomStringConvertible {
         var description: String { "the answer is longer than expected" }
+    }
+
+    /// Sends the body to `destination`, and lets it come.
+    private func judge(_ destination: Destination) {
+        let judged = state.withLock { state in
+            state.destination = destination
+            return state.judged
+        }
+        judged?.succeed()
     }
 
     private func finished() async throws {
