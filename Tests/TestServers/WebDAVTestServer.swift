@@ -99,8 +99,8 @@ public final class WebDAVTestServer: @unchecked Sendable {
             let arguments: [String]
             switch kind {
             case .apache:
-                if let tls { try makeCertificate(in: directory, trusted: tls == .trustedBySystem) }
-                try apacheConfiguration(
+                if let tls { try await makeCertificate(in: directory, trusted: tls == .trustedBySystem) }
+                try await apacheConfiguration(
                     root: root, port: port, directory: directory, credentials: credentials,
                     bytesPerSecond: bytesPerSecond, tls: tls != nil, maximumRequestBody: maximumRequestBody
                 ).write(to: directory.appending(path: "httpd.conf"), atomically: true, encoding: .utf8)
@@ -252,10 +252,13 @@ public final class WebDAVTestServer: @unchecked Sendable {
         }.joined(separator: "\n").split(separator: "\n").suffix(8).joined(separator: "\n")
     }
 
+    /// Asks before it looks at the clock: a test process whose few threads were all busy for
+    /// longer than `timeout` (dozens of suites start at once) still asks the server once.
     private func waitUntilAnswering(timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline, isRunning {
+        while isRunning {
             if Self.accepts(port: port) { return true }
+            if ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(50))
         }
         return false
@@ -263,16 +266,16 @@ public final class WebDAVTestServer: @unchecked Sendable {
 
     /// A key and a self-signed certificate for 127.0.0.1 in `directory`; when `trusted`, a copy in
     /// /etc/ssl/certs under its subject hash (its path noted in `trusted-as` for `stop`).
-    private static func makeCertificate(in directory: URL, trusted: Bool) throws {
+    private static func makeCertificate(in directory: URL, trusted: Bool) async throws {
         let (key, certificate) = (directory.appending(path: "key.pem").path, directory.appending(path: "cert.pem").path)
-        _ = try runTool(
+        _ = try await runTool(
             "/usr/bin/openssl",
             [
                 "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
                 "-subj", "/CN=fpfs test \(UUID().uuidString)", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
             ])
         guard trusted else { return }
-        let hash = try runTool("/usr/bin/openssl", ["x509", "-hash", "-noout", "-in", certificate])
+        let hash = try await runTool("/usr/bin/openssl", ["x509", "-hash", "-noout", "-in", certificate])
             .trimmingCharacters(in: .whitespacesAndNewlines)
         var index = 0
         while FileManager.default.fileExists(atPath: "/etc/ssl/certs/\(hash).\(index)") { index += 1 }
@@ -284,7 +287,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
     private static func apacheConfiguration(
         root: URL, port: Int, directory: URL, credentials: Credentials?, bytesPerSecond: Int?, tls: Bool,
         maximumRequestBody: Int?
-    ) throws -> String {
+    ) async throws -> String {
         let modules =
             [
                 "mpm_event", "authz_core", "alias", "dav", "dav_fs", "auth_basic", "auth_digest", "authn_core",
@@ -303,7 +306,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
             let line: String
             switch credentials.scheme {
             case .basic:
-                let hash = try runTool("/usr/bin/htpasswd", ["-nbB", credentials.user, credentials.password])
+                let hash = try await runTool("/usr/bin/htpasswd", ["-nbB", credentials.user, credentials.password])
                 line = hash.trimmingCharacters(in: .whitespacesAndNewlines)
             case .digest:
                 let digest = Insecure.MD5.hash(data: Data("\(credentials.user):fpfs-test:\(credentials.password)".utf8))
@@ -414,8 +417,8 @@ public final class WebDAVTestServer: @unchecked Sendable {
     }
 
     /// Runs a small tool to completion and returns its output.
-    private static func runTool(_ path: String, _ arguments: [String]) throws -> String {
-        let finished = try ChildProcess.runBlocking([path] + arguments, stderr: .descriptor(2))
+    private static func runTool(_ path: String, _ arguments: [String]) async throws -> String {
+        let finished = try await ChildProcess.run([path] + arguments, stderr: .descriptor(2))
         guard finished.status == 0 else { throw TestServerFailure("\(path) exited \(finished.status)") }
         return finished.text
     }

@@ -125,7 +125,8 @@ final class FakeWebDAVServer: Sendable {
             stdout: .file(logFile), stderr: .stdout)
         state.withLock { $0.pid = pid }
         let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        // The file is looked for before the clock, as in WebDAVTestServer.waitUntilAnswering.
+        while true {
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
                 let chosen = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
             {
@@ -136,10 +137,12 @@ final class FakeWebDAVServer: Sendable {
                 state.withLock { $0.pid = nil }
                 throw MountTestFailure("fake-webdav.py exited before it listened: \(log)")
             }
+            if ContinuousClock.now >= deadline {
+                await stop()
+                throw MountTestFailure("fake-webdav.py reported no port within 30 s: \(log)")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
-        await stop()
-        throw MountTestFailure("fake-webdav.py reported no port within 30 s: \(log)")
     }
 
     /// Reaps the child if it ends within `timeout`; true once it is gone.
