@@ -7,7 +7,7 @@ extension MountTests {
     struct InodeStabilityTests {
         @Test("the same paths have the same inode numbers across unmount and remount")
         func stableAcrossRemount() async throws {
-            let source = try FixtureTree.path()
+            let source = try await FixtureTree.path()
             let scratch = try Scratch()
             defer { scratch.remove() }
 

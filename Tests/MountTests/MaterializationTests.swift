@@ -8,7 +8,7 @@ extension MountTests {
     struct MaterializationTests {
         @Test("an unread file is cloud with du 0; after cat it is local, with the right bytes")
         func cloudUntilRead() async throws {
-            let source = try FixtureTree.path()
+            let source = try await FixtureTree.path()
             let scratch = try Scratch()
             defer { scratch.remove() }
             let mount = try await TestMount.start(remote: source, in: scratch)
@@ -44,7 +44,7 @@ extension MountTests {
 
         @Test("listing, stat, open and reading xattrs fetch no contents")
         func metadataFetchesNothing() async throws {
-            let source = try FixtureTree.path()
+            let source = try await FixtureTree.path()
             let scratch = try Scratch()
             defer { scratch.remove() }
             let mount = try await TestMount.start(remote: source, in: scratch)

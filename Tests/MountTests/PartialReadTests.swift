@@ -8,7 +8,7 @@ extension MountTests {
     struct PartialReadTests {
         @Test("4 KiB at 900 MiB of a 1 GiB cloud file fetches at most two blocks; a whole read then equals the source")
         func farReadFetchesTwoBlocks() async throws {
-            let source = try FixtureTree.path()
+            let source = try await FixtureTree.path()
             let scratch = try Scratch()
             defer { scratch.remove() }
             let mount = try await TestMount.start(remote: source, in: scratch)
@@ -37,7 +37,7 @@ extension MountTests {
 
         @Test("a copy of cat named updatedb gets EDEADLK on a cloud file, reads a local one, fetches nothing")
         func indexerIsRefusedDownloads() async throws {
-            let source = try FixtureTree.path()
+            let source = try await FixtureTree.path()
             let scratch = try Scratch()
             defer { scratch.remove() }
             let updatedb = scratch.path + "/bin/updatedb"

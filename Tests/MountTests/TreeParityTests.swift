@@ -7,7 +7,7 @@ extension MountTests {
     struct TreeParityTests {
         @Test("the same view over the mount and over the source", arguments: TreeListing.allCases)
         func sameAsSource(_ listing: TreeListing) async throws {
-            let source = try FixtureTree.path()
+            let source = try await FixtureTree.path()
             let scratch = try Scratch()
             defer { scratch.remove() }
             let mount = try await TestMount.start(remote: source, in: scratch)

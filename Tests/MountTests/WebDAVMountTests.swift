@@ -12,7 +12,7 @@ extension MountTests {
     struct WebDAVMountTests {
         @Test("the mount equals the served tree", arguments: WebDAVTestServer.Kind.allCases)
         func sameAsServed(_ kind: WebDAVTestServer.Kind) async throws {
-            let tree = try WebDAVFixtureTree.path()
+            let tree = try await WebDAVFixtureTree.path()
             let server = try await WebDAVTestServer.start(kind, serving: URL(fileURLWithPath: tree))
             defer { server.stop() }
             let scratch = try Scratch()
@@ -32,7 +32,7 @@ extension MountTests {
 
         @Test("a walk of the tree, with folders listed ahead of it, asks the server for each folder once")
         func walkListsEachFolderOnce() async throws {
-            let tree = try WebDAVFixtureTree.path()
+            let tree = try await WebDAVFixtureTree.path()
             let server = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: tree))
             defer { server.stop() }
             let scratch = try Scratch()
@@ -56,7 +56,7 @@ extension MountTests {
 
         @Test("4 KiB at 900 MiB makes the server send at most two blocks; a whole read then sends the rest once")
         func farReadSendsTwoBlocks() async throws {
-            let tree = try WebDAVFixtureTree.path()
+            let tree = try await WebDAVFixtureTree.path()
             let server = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: tree))
             defer { server.stop() }
             let scratch = try Scratch()
@@ -116,7 +116,7 @@ extension MountTests {
 
         @Test("a copy of cat named updatedb gets EDEADLK and the server sends nothing")
         func indexerIsRefusedDownloads() async throws {
-            let tree = try WebDAVFixtureTree.path()
+            let tree = try await WebDAVFixtureTree.path()
             let server = try await WebDAVTestServer.start(.apache, serving: URL(fileURLWithPath: tree))
             defer { server.stop() }
             let scratch = try Scratch()

@@ -10,8 +10,23 @@ import VFS
 struct PartialReadTests {
     static let blockSize: UInt64 = 1 << 20
 
+    /// `count` bytes of a 256-byte cycle ((i × 131) ^ seed), each 4 KiB page starting at another
+    /// point of it, so that a page served at the wrong place within 1 MiB differs. Built by
+    /// copying: a closure per byte took seconds in a debug build, holding the test run's two
+    /// cooperative threads while every other suite waited.
     private func pattern(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
-        (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 131) ^ Int(seed)) }
+        let cycle = (0..<256).map { UInt8(truncatingIfNeeded: ($0 &* 131) ^ Int(seed)) }
+        let twoCycles = cycle + cycle
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 4096)
+        var page = 0
+        while bytes.count < count {
+            let start = (page &* 97) % 256
+            for _ in 0..<16 { bytes += twoCycles[start..<start + 256] }
+            page += 1
+        }
+        bytes.removeLast(bytes.count - count)
+        return bytes
     }
 
     /// A remote holding one file of pattern bytes, mounted, the file looked up and opened.

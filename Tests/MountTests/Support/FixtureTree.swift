@@ -25,9 +25,10 @@ enum FixtureTree {
     static let manyCount = 300
 
     /// The root of the tree, built on first use.
-    static func path() throws -> String { try built.get() }
+    static func path() async throws -> String { try await built.value }
 
-    private static let built: Result<String, any Error> = Result { try build() }
+    /// The first caller starts the build; every caller awaits the same one.
+    private static let built = Task { try await onOwnThread(build) }
 
     private static var files: [(path: String, contents: String, mode: mode_t)] {
         let longName = String(repeating: "n", count: 251) + ".txt"

@@ -3,14 +3,18 @@ import TestServers
 
 /// The fixture tree as a WebDAV server can serve it: `FixtureTree` without its symlinks (WebDAV has
 /// none), readable and writable by the server's user, with the 1 GiB file hard-linked rather than
-/// copied (and so left at its mode, which the fixture's own tests check). Built once per run next to the fixture; the tests compare the mount with this tree.
+/// copied (and so left at its mode, which the fixture's own tests check). Built once per run next to
+/// the fixture; the tests compare the mount with this tree.
 enum WebDAVFixtureTree {
-    static func path() throws -> String { try built.get() }
+    static func path() async throws -> String { try await built.value }
 
-    private static let built: Result<String, any Error> = Result { try build() }
+    /// The first caller starts the build; every caller awaits the same one.
+    private static let built = Task {
+        let source = try await FixtureTree.path()
+        return try await onOwnThread { try build(from: source) }
+    }
 
-    private static func build() throws -> String {
-        let source = try FixtureTree.path()
+    private static func build(from source: String) throws -> String {
         let root = TestRoot.path + "/fixture-webdav-" + FixtureTree.version
         let marker = root + ".complete"
         // Test runs keep their files in a private folder; the server's user must reach the tree.
