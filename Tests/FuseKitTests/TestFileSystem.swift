@@ -19,6 +19,9 @@ final class TestFileSystem: FileSystemOperations {
     static let link = InodeNumber(4)
     static let many = InodeNumber(5)
     static let sink = InodeNumber(6)
+    /// big.bin's bytes, made once: a closure per byte costs a debug build most of a second, and
+    /// every test mounts a file system of its own.
+    private static let bigPattern = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
     static let manyCount = 1000
     static let note = [UInt8](repeating: UInt8(ascii: "n"), count: 300)
 
@@ -44,7 +47,7 @@ final class TestFileSystem: FileSystemOperations {
 
     init(directory: URL) throws {
         helloBytes = Array("hello, fuse\n".utf8)
-        bigBytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
+        bigBytes = Self.bigPattern
         bigFile = try TestFile(path: directory.appendingPathComponent("big.bin").path, contents: bigBytes)
         counters = Mutex(Counters(helloSize: UInt64(helloBytes.count)))
     }

@@ -1,11 +1,12 @@
 import FileProviderKit
 import Foundation
 import LocalProvider
+import ProviderTesting
 import Testing
 
 @Suite struct FetchingTests {
     /// Bytes that differ at every position that matters, so a misplaced chunk shows.
-    static func pattern(_ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) } }
+    static func pattern(_ count: Int) -> [UInt8] { ConformanceFixture.pattern(count: count, seed: 31) }
 
     @Test func wholeFetchStreamsEverythingInOrder() async throws {
         let folder = try TestFolder()

@@ -13,7 +13,7 @@ struct ReadSideTests {
         _ = try remote.addDirectory(path: "docs")
         _ = try remote.addFile(path: "docs/readme.txt", text: "hello\n")
         _ = try remote.addFile(path: "docs/empty", contents: [])
-        _ = try remote.addFile(path: "big.bin", contents: (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        _ = try remote.addFile(path: "big.bin", contents: ConformanceFixture.pattern(count: 3_000_000, seed: 31))
         _ = try remote.addSymlink(path: "link", target: "docs/readme.txt")
         for index in 0..<250 { _ = try remote.addFile(path: "many/file-\(index)", text: "\(index)") }
         return remote
