@@ -16,7 +16,9 @@ import FileProviderKit
 /// freed (each thread's small allocations still go through its own cache, and a cold 1 GiB read
 /// measured no slower), and once a second, when the heap grew, its use moved by a mebibyte or the
 /// resident size grew by one, asks glibc to hand free pages back (`malloc_trim`, a few hundred
-/// `madvise` calls).
+/// `madvise` calls). While checks find nothing to do the pause between them doubles, up to
+/// `longestPause`: an idle daemon then wakes for it every 16 s, not three times a second
+/// (DECISIONS 128).
 enum HeapTrimmer {
     /// Call before the daemon starts threads: heaps made before it stay.
     static func keepOneHeap() {
@@ -30,34 +32,49 @@ enum HeapTrimmer {
         var resident: Int
     }
 
-    /// Trims after activity, once a second, until cancelled.
+    /// The pause after a check that trimmed.
+    static let shortestPause: Duration = .seconds(1)
+    /// The longest pause, reached after checks that found nothing to do.
+    static let longestPause: Duration = .seconds(16)
+
+    /// The pause before the next check: the shortest after a trim, else twice `pause`, at most
+    /// the longest.
+    static func pause(after pause: Duration, trimmed: Bool) -> Duration {
+        trimmed ? shortestPause : min(pause * 2, longestPause)
+    }
+
+    /// Trims after activity until cancelled.
     static func run() async {
         var last: Figures?
-        while (try? await Task.sleep(for: .seconds(1))) != nil {
+        var pause = shortestPause
+        while (try? await Task.sleep(for: pause)) != nil {
             // Both calls hold the heap's lock while they walk its free chunks: off the cooperative
             // threads.
             let previous = last
-            last = try? await BlockingIO.run { trimmed(since: previous) }
+            let checked = try? await BlockingIO.run { check(since: previous) }
+            last = checked?.figures
+            pause = Self.pause(after: pause, trimmed: checked?.trimmed ?? false)
         }
     }
 
-    /// The figures after trimming the heap, when since `last` (the figures of the last trim) the
-    /// heap grew, its use moved by 1 MiB, or the daemon's resident size grew by 1 MiB; else `last`
-    /// (with the least resident size seen), which the next check compares with again. The resident
-    /// size catches work that reused free memory and freed it again between two checks, leaving
-    /// the heap's figures where they were and its pages resident (a change round's walk).
-    private static func trimmed(since last: Figures?) -> Figures {
+    /// Trims the heap when since `last` (the figures of the last trim) the heap grew, its use moved
+    /// by 1 MiB, or the daemon's resident size grew by 1 MiB, and returns the figures after it;
+    /// else returns `last` (with the least resident size seen), which the next check compares with
+    /// again. The resident size catches work that reused free memory and freed it again between
+    /// two checks, leaving the heap's figures where they were and its pages resident (a change
+    /// round's walk).
+    private static func check(since last: Figures?) -> (figures: Figures, trimmed: Bool) {
         let now = Figures(heap: mallinfo2(), resident: residentBytes())
-        guard var last else { return now }
+        guard var last else { return (now, false) }
         let moved =
             now.heap.uordblks > last.heap.uordblks
             ? now.heap.uordblks - last.heap.uordblks : last.heap.uordblks - now.heap.uordblks
         guard now.heap.arena > last.heap.arena || moved >= 1 << 20 || now.resident >= last.resident + (1 << 20) else {
             last.resident = min(last.resident, now.resident)
-            return last
+            return (last, false)
         }
         _ = malloc_trim(0)
-        return Figures(heap: mallinfo2(), resident: residentBytes())
+        return (Figures(heap: mallinfo2(), resident: residentBytes()), true)
     }
 
     /// The daemon's resident bytes, from /proc/self/statm (0 when it cannot be read).
