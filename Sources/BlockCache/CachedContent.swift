@@ -42,6 +42,8 @@ public final class CachedContent: Sendable {
     private struct State {
         var landed = ByteRanges()
         var committed: ByteRanges
+        /// The block map the store has: only what differs from it is written at a commit.
+        var recordedMap: [UInt8]
         var claims: [UInt64: Range<UInt64>] = [:]
         /// Bytes the kernel has copied into the mount's page cache whose cache file pages are
         /// not yet given back (they are once committed: only clean pages can be dropped).
@@ -77,7 +79,7 @@ public final class CachedContent: Sendable {
         self.store = store
         self.rowWritten = rowWritten
         let present = BlockMap(bytes: record.presentBlocks).ranges(blockSize: record.blockSize, size: record.size)
-        self.state = Mutex(State(landed: present, committed: present))
+        self.state = Mutex(State(landed: present, committed: present, recordedMap: record.presentBlocks))
     }
 
     deinit { try? fileDescriptor.close() }
@@ -294,8 +296,9 @@ public final class CachedContent: Sendable {
         return outcome.forgotten
     }
 
-    /// Makes the landed bytes durable: fsyncs the cache file, then records every fully landed
-    /// block in the store. A block is recorded only after its data is on disk. Concurrent calls
+    /// Makes the landed bytes durable: when blocks were completed since the last commit, fsyncs
+    /// the cache file, then records every fully landed block in the store (which writes only the
+    /// bytes of the map that changed). A block is recorded only after its data is on disk. Concurrent calls
     /// coalesce: one runs, and runs once more if bytes landed meanwhile. Each round first waits
     /// `gathering`, so that the calls of fetches ending meanwhile join it rather than each paying
     /// an fsync and a transaction. Returns the map recorded, or nil when another call does the
@@ -315,18 +318,24 @@ public final class CachedContent: Sendable {
             try await rowWritten?.value
             repeat {
                 if gathering > .zero { try? await Task.sleep(for: gathering) }
-                let landed = state.withLock { state -> ByteRanges in
+                let (landed, recordedMap) = state.withLock { state -> (ByteRanges, [UInt8]) in
                     state.needsCommit = false
-                    return state.landed
-                }
-                let descriptor = fileDescriptor
-                try await BlockingIO.run {
-                    guard fsync(descriptor.rawValue) == 0 else { throw Errno(rawValue: errno) }
+                    return (state.landed, state.recordedMap)
                 }
                 let map = BlockMap(covering: landed, blockSize: blockSize, size: size)
-                try await store.savePresentBlocks(fileNumber: fileNumber, presentBlocks: map.bytes)
+                // A fetch that completed no block (a short file's tail is a block) has nothing to
+                // make durable.
+                if map.bytes != recordedMap {
+                    let descriptor = fileDescriptor
+                    try await BlockingIO.run {
+                        guard fsync(descriptor.rawValue) == 0 else { throw Errno(rawValue: errno) }
+                    }
+                    try await store.savePresentBlocks(
+                        fileNumber: fileNumber, presentBlocks: map.bytes, replacing: recordedMap)
+                }
                 let committed = map.ranges(blockSize: blockSize, size: size)
                 let copies = state.withLock { state in
+                    state.recordedMap = map.bytes
                     state.committed = committed
                     return takeDroppableCopies(from: &state)
                 }

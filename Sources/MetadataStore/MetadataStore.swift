@@ -11,6 +11,7 @@
 import FileProviderKit
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The SQLite store of one mount's metadata.
 public final class MetadataStore: Sendable {
@@ -422,11 +423,45 @@ public final class MetadataStore: Sendable {
         }
     }
 
-    /// Records which blocks of a cache file are safely on disk.
-    public func savePresentBlocks(fileNumber: Int64, presentBlocks: [UInt8]) async throws {
+    /// Records which blocks of a cache file are safely on disk, where `recorded` is the map saved
+    /// last (or begun with). A map as long as that one has only its bytes that differ written, in
+    /// place (SQLite's incremental blob I/O), and nothing when none does: a commit of a few blocks
+    /// of a huge file writes a page, not a map of hundreds of kilobytes. Another map replaces the
+    /// row's whole, with the time of use.
+    public func savePresentBlocks(fileNumber: Int64, presentBlocks: [UInt8], replacing recorded: [UInt8])
+        async throws
+    {
+        guard presentBlocks.count == recorded.count else {
+            try await write { db in
+                try db.cachedStatement(sql: "UPDATE content SET presentBlocks = ?, lastUsed = ? WHERE fileNumber = ?")
+                    .execute(arguments: [Data(presentBlocks), Date().timeIntervalSince1970, fileNumber])
+            }
+            return
+        }
+        guard let first = presentBlocks.indices.first(where: { presentBlocks[$0] != recorded[$0] }),
+            let last = presentBlocks.indices.last(where: { presentBlocks[$0] != recorded[$0] })
+        else { return }
+        let changed = Array(presentBlocks[first...last])
         try await write { db in
-            try db.cachedStatement(sql: "UPDATE content SET presentBlocks = ?, lastUsed = ? WHERE fileNumber = ?")
-                .execute(arguments: [Data(presentBlocks), Date().timeIntervalSince1970, fileNumber])
+            try Self.overwriteBlob(
+                in: db, table: "content", column: "presentBlocks", row: fileNumber, at: first, with: changed)
+        }
+    }
+
+    /// Writes `bytes` into the blob of `column` in `row` from `offset` on, in place: the blob keeps
+    /// its length, and only the pages holding the bytes are written.
+    private static func overwriteBlob(
+        in db: Database, table: String, column: String, row: Int64, at offset: Int, with bytes: [UInt8]
+    ) throws {
+        var blob: OpaquePointer?
+        var code = sqlite3_blob_open(db.sqliteConnection, "main", table, column, row, 1, &blob)
+        defer { sqlite3_blob_close(blob) }
+        if code == SQLITE_OK {
+            code = bytes.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32($0.count), Int32(offset)) }
+        }
+        guard code == SQLITE_OK else {
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
         }
     }
 

@@ -58,6 +58,8 @@ struct ContentRowTests {
         let restarted = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
         let second = try await landFirstBlock(of: "second", in: restarted)
         #expect(second.fileNumber > firstNumber)
+        // The row of a new cache file is written in the background; a commit waits for it.
+        try await restarted.commit(second)
         #expect(try await store.contentRecords().map(\.fileNumber) == [second.fileNumber])
     }
 
