@@ -11,7 +11,7 @@ public struct VFSConfiguration: Sendable {
     public var remoteTimeout: Duration = .seconds(30)
     /// The alignment of partial fetches and of the cache's block map: a power of two from 4 KiB
     /// to 64 MiB.
-    public var blockSize: UInt64 = 256 << 10
+    public var blockSize: UInt64 = 64 << 10
     /// At most this many provider content fetches run at once (1...128).
     public var pipelineDepth = 8
     /// At most this many folders are listed ahead of a tree walk at once, and a walk is followed

@@ -32,7 +32,7 @@ struct MountCommand: AsyncParsableCommand {
     var remoteTimeout = 30
 
     @Option(help: "Alignment of partial fetches and cache blocks: a power of two from 4KiB to 64MiB.")
-    var blockSize = "256KiB"
+    var blockSize = "64KiB"
 
     @Option(help: "At most this many content fetches in flight at once (1...128).")
     var pipelineDepth = 8

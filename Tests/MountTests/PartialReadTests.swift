@@ -14,7 +14,7 @@ extension MountTests {
             let mount = try await TestMount.start(remote: source, in: scratch)
             defer { mount.unmount() }
             let file = FixtureTree.bigFile
-            let block = 256 << 10  // the default --block-size
+            let block = 64 << 10  // the default --block-size
             #expect(try await mount.xattr("user.fpfs.state", of: file) == "cloud")
 
             // 4 KiB at 900 MiB, with dd's own 4 KiB reads, so the kernel asks for little more.

@@ -64,7 +64,7 @@ extension MountTests {
             let mount = try await TestMount.start(remote: server.remote, in: scratch)
             defer { mount.unmount() }
             let file = FixtureTree.bigFile
-            let block: UInt64 = 256 << 10  // the default --block-size
+            let block: UInt64 = 64 << 10  // the default --block-size
             let sent = { try await server.accessLog().filter { $0.method == "GET" && $0.path.hasSuffix(file) } }
 
             let piece = "dd if=\"$1\" bs=4096 skip=$((900 * 256)) count=1 status=none | sha256sum"
