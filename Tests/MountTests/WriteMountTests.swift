@@ -40,7 +40,12 @@ extension MountTests {
             defer { remote.stop() }
             let mount = try await TestMount.start(remote: remote.argument, in: scratch, options: options)
             defer { mount.unmount() }
-            try await body(remote, mount)
+            do {
+                try await body(remote, mount)
+            } catch {
+                Issue.record("the daemon's log, at the failure:\n\(mount.logTail())")
+                throw error
+            }
         }
 
         @Test(

@@ -93,6 +93,13 @@ final class TestMount: @unchecked Sendable {
         return output
     }
 
+    /// The last `lines` lines of the daemon's log (`CACHE/fpfs.log`), for failure messages: the
+    /// scratch folder, and the log with it, is gone once the test ends.
+    func logTail(lines: Int = 40) -> String {
+        let log = (try? String(contentsOfFile: cacheDir + "/fpfs.log", encoding: .utf8)) ?? "(no fpfs.log)"
+        return log.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
+    }
+
     /// `fpfs status MOUNTPOINT --json`, decoded.
     func status() async throws -> MountStatus {
         let output = try await FpfsBinary.command(["status", mountpoint, "--json"], timeout: .seconds(20)).check()
