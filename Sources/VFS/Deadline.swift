@@ -5,14 +5,14 @@ final class ProgressMark: Sendable {
     private let last = Mutex(ContinuousClock.now)
 
     func touch() { last.withLock { $0 = .now } }
-    var idleTime: Duration { ContinuousClock.now - last.withLock { $0 } }
+    var lastProgress: ContinuousClock.Instant { last.withLock { $0 } }
 }
 
 /// Runs provider calls under the remote bound.
 ///
 /// The operation runs in a task of its own and the caller is answered by whichever comes first:
-/// the operation, or the watchdog seeing no progress for `limit`. The caller never waits on a
-/// provider that ignores cancellation; the stray task is cancelled and left to finish.
+/// the operation, or the process's `RemoteWatch` seeing no progress for `limit`. The caller never
+/// waits on a provider that ignores cancellation; the stray task is cancelled and left to finish.
 enum Deadline {
     static func run<T: Sendable>(
         limit: Duration, progress: ProgressMark = ProgressMark(),
@@ -20,20 +20,12 @@ enum Deadline {
     ) async throws -> T {
         let outcome = Outcome<T>()
         let work = Task { outcome.finish(with: await Result { try await operation() }) }
-        let watchdog = Task {
-            let step = max(limit / 4, .milliseconds(10))
-            while !Task.isCancelled {
-                let idle = progress.idleTime
-                if idle >= limit {
-                    outcome.finish(with: .failure(RemoteTimeout(limit: limit)))
-                    return
-                }
-                try? await Task.sleep(for: min(step, limit - idle))
-            }
+        let watched = RemoteWatch.shared.watch(progress, limit: limit) {
+            outcome.finish(with: .failure(RemoteTimeout(limit: limit)))
         }
         defer {
             work.cancel()
-            watchdog.cancel()
+            RemoteWatch.shared.stopWatching(watched)
         }
         return try await withTaskCancellationHandler {
             try await outcome.value
