@@ -298,11 +298,11 @@ public final class CachedContent: Sendable {
 
     /// Makes the landed bytes durable: when blocks were completed since the last commit, fsyncs
     /// the cache file, then records every fully landed block in the store (which writes only the
-    /// bytes of the map that changed). A block is recorded only after its data is on disk. Concurrent calls
-    /// coalesce: one runs, and runs once more if bytes landed meanwhile. Each round first waits
-    /// `gathering`, so that the calls of fetches ending meanwhile join it rather than each paying
-    /// an fsync and a transaction. Returns the map recorded, or nil when another call does the
-    /// work.
+    /// bytes of the map that changed). A block is recorded only after its data is on disk.
+    /// Concurrent calls coalesce: one runs, and runs once more if bytes landed meanwhile. Each
+    /// round first waits `gathering`, so that the calls of fetches ending meanwhile join it rather
+    /// than each paying an fsync and a transaction. Returns the map recorded, or nil when another
+    /// call does the work.
     func commit(gathering: Duration = .zero) async throws -> [UInt8]? {
         let proceed = state.withLock { state -> Bool in
             if state.isCommitting {

@@ -424,27 +424,35 @@ public final class MetadataStore: Sendable {
     }
 
     /// Records which blocks of a cache file are safely on disk, where `recorded` is the map saved
-    /// last (or begun with). A map as long as that one has only its bytes that differ written, in
-    /// place (SQLite's incremental blob I/O), and nothing when none does: a commit of a few blocks
-    /// of a huge file writes a page, not a map of hundreds of kilobytes. Another map replaces the
-    /// row's whole, with the time of use.
+    /// last (or begun with). When the row's map is as long as the new one, only the span where it
+    /// differs from `recorded` is written, in place (SQLite's incremental blob I/O), and nothing
+    /// when none does: a commit of a few blocks of a huge file writes a page, not a map of hundreds
+    /// of kilobytes. Otherwise the row's map is replaced whole, with the time of use. A row gone
+    /// meanwhile (the content was discarded) is left gone.
     public func savePresentBlocks(fileNumber: Int64, presentBlocks: [UInt8], replacing recorded: [UInt8])
         async throws
     {
-        guard presentBlocks.count == recorded.count else {
-            try await write { db in
+        let differs = { (index: Int) in presentBlocks[index] != recorded[index] }
+        var span: ClosedRange<Int>?
+        if presentBlocks.count == recorded.count {
+            guard let first = presentBlocks.indices.first(where: differs),
+                let last = presentBlocks.indices.last(where: differs)
+            else { return }
+            span = first...last
+        }
+        try await write { [span] db in
+            let stored = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT length(presentBlocks) FROM content WHERE fileNumber = ?"),
+                arguments: [fileNumber])
+            guard let stored else { return }
+            if let span, stored == presentBlocks.count {
+                try Self.overwriteBlob(
+                    in: db, table: "content", column: "presentBlocks", row: fileNumber, at: span.lowerBound,
+                    with: Array(presentBlocks[span]))
+            } else {
                 try db.cachedStatement(sql: "UPDATE content SET presentBlocks = ?, lastUsed = ? WHERE fileNumber = ?")
                     .execute(arguments: [Data(presentBlocks), Date().timeIntervalSince1970, fileNumber])
             }
-            return
-        }
-        guard let first = presentBlocks.indices.first(where: { presentBlocks[$0] != recorded[$0] }),
-            let last = presentBlocks.indices.last(where: { presentBlocks[$0] != recorded[$0] })
-        else { return }
-        let changed = Array(presentBlocks[first...last])
-        try await write { db in
-            try Self.overwriteBlob(
-                in: db, table: "content", column: "presentBlocks", row: fileNumber, at: first, with: changed)
         }
     }
 

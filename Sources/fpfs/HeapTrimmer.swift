@@ -33,13 +33,13 @@ enum HeapTrimmer {
     }
 
     /// The pause after a check that trimmed.
-    static let shortestPause: Duration = .seconds(1)
+    private static let shortestPause: Duration = .seconds(1)
     /// The longest pause, reached after checks that found nothing to do.
-    static let longestPause: Duration = .seconds(16)
+    private static let longestPause: Duration = .seconds(16)
 
     /// The pause before the next check: the shortest after a trim, else twice `pause`, at most
     /// the longest.
-    static func pause(after pause: Duration, trimmed: Bool) -> Duration {
+    private static func pause(after pause: Duration, trimmed: Bool) -> Duration {
         trimmed ? shortestPause : min(pause * 2, longestPause)
     }
 

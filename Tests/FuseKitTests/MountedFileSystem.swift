@@ -42,9 +42,7 @@ struct MountedFileSystem: Sendable {
     /// Runs blocking file system calls on a plain thread: they wait for this process's own FUSE
     /// answers, which need the cooperative pool free.
     static func offPool<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Swift.Result { try work() }) }.start()
-        }
+        try await onOwnThread(work)
     }
 
     /// Runs a command and returns its exit status and standard output.

@@ -38,4 +38,17 @@ struct PresentBlocksTests {
         let reopened = try MetadataStore(file: file)
         #expect(try await reopened.contentRecords().first?.presentBlocks == map)
     }
+
+    @Test("a map saved for a cache file whose row is gone (its content was discarded) leaves it gone")
+    func aRemovedRowStaysRemoved() async throws {
+        let store = try MetadataStore()
+        _ = try await store.beginContent(
+            ContentRecord(
+                fileNumber: 1, identifier: ItemIdentifier("gone"), contentVersion: [1], size: 1 << 20,
+                blockSize: 64 << 10, presentBlocks: [0, 0], lastUsed: Date()))
+        try await store.removeContent(fileNumber: 1)
+        try await store.savePresentBlocks(fileNumber: 1, presentBlocks: [1, 0], replacing: [0, 0])
+        try await store.savePresentBlocks(fileNumber: 1, presentBlocks: [1, 0, 0], replacing: [1, 0])
+        #expect(try await store.contentRecords().isEmpty)
+    }
 }

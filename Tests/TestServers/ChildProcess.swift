@@ -96,9 +96,7 @@ public enum ChildProcess {
     /// Runs `arguments` to completion on a thread of its own, so the wait never holds one of the
     /// cooperative pool's few threads; throws only when the tool cannot start.
     public static func run(_ arguments: [String], stderr: Output = .file("/dev/null")) async throws -> Finished {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try runBlocking(arguments, stderr: stderr) }) }.start()
-        }
+        try await onOwnThread { try runBlocking(arguments, stderr: stderr) }
     }
 
     /// `run`, blocking the calling thread; for `deinit` and `defer`, which cannot await.

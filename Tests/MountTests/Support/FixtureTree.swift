@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 
 #if canImport(Glibc)
     import Glibc
