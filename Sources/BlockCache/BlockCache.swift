@@ -131,7 +131,7 @@ public final class BlockCache: Sendable {
         let record: ContentRecord
         var rowWritten: Task<Void, any Error>?
         if let existing, existing.contentVersion == contentVersion, existing.size == size {
-            record = existing
+            record = existing.blockSize == blockSize ? existing : try await inThisMountsBlocks(existing)
         } else {
             (record, rowWritten) = beginContent(identifier: identifier, contentVersion: contentVersion, size: size)
         }
@@ -150,6 +150,21 @@ public final class BlockCache: Sendable {
             state.usedSinceSaved.insert(identifier)
             return content
         }
+    }
+
+    /// `record` with its map in this mount's block size, saved in the store first: a row made by a
+    /// mount with another `--block-size` keeps the blocks it had, and what this mount fetches is
+    /// recorded block by block (in the old size, a block landed in parts would be recorded only
+    /// once whole). A smaller size keeps every present byte; a larger one keeps the new blocks that
+    /// are wholly present (DECISIONS 131).
+    private func inThisMountsBlocks(_ record: ContentRecord) async throws -> ContentRecord {
+        var converted = record
+        let present = BlockMap(bytes: record.presentBlocks).ranges(blockSize: record.blockSize, size: record.size)
+        converted.blockSize = blockSize
+        converted.presentBlocks = BlockMap(covering: present, blockSize: blockSize, size: record.size).bytes
+        try await store.changeBlockSize(
+            fileNumber: record.fileNumber, to: blockSize, presentBlocks: converted.presentBlocks)
+        return converted
     }
 
     /// Numbers a new cache file for a content version and writes its row in the store in the

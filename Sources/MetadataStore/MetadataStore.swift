@@ -456,6 +456,15 @@ public final class MetadataStore: Sendable {
         }
     }
 
+    /// Records a cache file's map in blocks of another size (`BlockCache` converts a row made by a
+    /// mount with another `--block-size` when its content opens). A row gone meanwhile stays gone.
+    public func changeBlockSize(fileNumber: Int64, to blockSize: UInt64, presentBlocks: [UInt8]) async throws {
+        try await write { db in
+            try db.cachedStatement(sql: "UPDATE content SET blockSize = ?, presentBlocks = ? WHERE fileNumber = ?")
+                .execute(arguments: [Int64(blockSize), Data(presentBlocks), fileNumber])
+        }
+    }
+
     /// Writes `bytes` into the blob of `column` in `row` from `offset` on, in place: the blob keeps
     /// its length, and only the pages holding the bytes are written.
     private static func overwriteBlob(

@@ -91,4 +91,40 @@ struct ContentRowTests {
         #expect(try files() == [String(new.fileNumber)])
         #expect(cache.localBytes(of: ItemIdentifier("item"), contentVersion: [2]) == Self.blockSize)
     }
+
+    /// A content cached by a mount with larger blocks keeps its bytes in a mount with smaller ones
+    /// and records the small blocks that land (in the old size, a part of an old block is not
+    /// recorded); back in the larger size, only whole large blocks are kept.
+    @Test func aContentOfAnotherBlockSizeTakesTheMountsWhenItOpens() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try openStore()
+        let large = 4 * Self.blockSize
+        let identifier = ItemIdentifier("item")
+        let first = try await BlockCache(directory: blocks, blockSize: large, store: store)
+        var content: CachedContent? = try await first.content(for: identifier, contentVersion: [1], size: 4 * large)
+        try await content?.write([UInt8](repeating: 7, count: Int(large)), at: 0)
+        try await first.commit(try #require(content))
+        let fileNumber = try #require(content?.fileNumber)
+        content = nil
+
+        let small = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        content = try await small.content(for: identifier, contentVersion: [1], size: 4 * large)
+        #expect(content?.fileNumber == fileNumber)
+        #expect(content?.blockSize == Self.blockSize)
+        #expect(content?.presentBytes == large)
+        #expect(try await content?.read(offset: large - 1, length: 1) == [7])
+        try await content?.write([UInt8](repeating: 8, count: Int(Self.blockSize)), at: 2 * large)
+        try await small.commit(try #require(content))
+        content = nil
+
+        let again = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        #expect(again.localBytes(of: identifier, contentVersion: [1]) == large + Self.blockSize)
+        #expect(try await store.contentRecords().map(\.blockSize) == [Self.blockSize])
+
+        let larger = try await BlockCache(directory: blocks, blockSize: large, store: store)
+        #expect(larger.localBytes(of: identifier, contentVersion: [1]) == large + Self.blockSize)
+        let reopened = try await larger.content(for: identifier, contentVersion: [1], size: 4 * large)
+        #expect(reopened.presentBytes == large)
+        #expect(try await store.contentRecords().map(\.blockSize) == [large])
+    }
 }
