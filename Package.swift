@@ -30,6 +30,7 @@ let package = Package(
             pkgConfig: "fuse3",
             providers: [.apt(["libfuse3-dev"])]
         ),
+        .systemLibrary(name: "CFallocate"),
         .systemLibrary(name: "CMalloc"),
         .systemLibrary(name: "CSpawn"),
         .target(
@@ -53,6 +54,7 @@ let package = Package(
         .target(
             name: "BlockCache",
             dependencies: [
+                "CFallocate",
                 "FileProviderKit",
                 "MetadataStore",
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -1,3 +1,4 @@
+import CFallocate
 import FileProviderKit
 import Foundation
 import MetadataStore
@@ -351,6 +352,26 @@ public final class CachedContent: Sendable {
             throw error
         }
         return recorded
+    }
+
+    /// Allocates `range` of the cache file (keeping its size) on the calling thread, which must not
+    /// be a cooperative one: for a fetch about to write the range. Writes into allocated blocks
+    /// skip ext4's delayed allocation, which otherwise reserves, looks up and records every page
+    /// as it is written (DECISIONS 132). Best effort: where it fails, the writes allocate as
+    /// before.
+    public func allocateBlocking(_ range: Range<UInt64>) {
+        _ = fallocate(fileDescriptor.rawValue, FALLOC_FL_KEEP_SIZE, off_t(range.lowerBound), off_t(range.count))
+    }
+
+    /// Gives back the blocks of `range`, allocated for a fetch that failed and whose bytes are to
+    /// be forgotten, so that the disk holds no more than the blocks the cache accounts for. Call it
+    /// before `finish`: afterwards another fetch may claim the range and write it.
+    public func deallocate(_ range: Range<UInt64>) async {
+        _ = try? await BlockingIO.run { [fileDescriptor] in
+            fallocate(
+                fileDescriptor.rawValue, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(range.lowerBound),
+                off_t(range.count))
+        }
     }
 
     /// Notes that the kernel has copied `range` into the mount's page cache (called on a reply

@@ -23,6 +23,9 @@ final class CacheSink: ContentSink {
 
     /// How many received bytes may wait for the writer before the provider is held back.
     static let maximumQueuedBytes = 2 << 20
+    /// Fetches of at least this many bytes have their range allocated in the cache file before
+    /// their first bytes are written; below it, the extra system call costs what it saves.
+    static let allocationThreshold: UInt64 = 1 << 20
 
     private struct Piece: Sendable {
         let offset: UInt64
@@ -40,17 +43,27 @@ final class CacheSink: ContentSink {
         var isWriting = false
         var failure: (any Error)?
         var waiters: [Waiter] = []
+        /// The range still to allocate before the first write (`allocationThreshold`).
+        var allocation: Range<UInt64>?
     }
     /// Called once the writer has stored everything queued, with its first failure.
     private typealias Waiter = @Sendable ((any Error)?) -> Void
     private let state = Mutex(State())
 
-    init(content: CachedContent, progress: ProgressMark, statistics: Statistics, download: UInt64) {
+    /// A sink for a fetch of `range` of `content`.
+    init(content: CachedContent, range: Range<UInt64>, progress: ProgressMark, statistics: Statistics, download: UInt64)
+    {
         self.content = content
         self.progress = progress
         self.statistics = statistics
         self.download = download
+        self.allocates = UInt64(range.count) >= Self.allocationThreshold
+        if allocates { state.withLock { $0.allocation = range } }
     }
+
+    /// True when the fetch's range is allocated ahead of its bytes: a failed fetch gives it back
+    /// (`CachedContent.deallocate`).
+    let allocates: Bool
 
     /// The bytes this fetch has written.
     var written: ByteRanges { state.withLock { $0.written } }
@@ -108,6 +121,7 @@ final class CacheSink: ContentSink {
     /// The writer, on the blocking-I/O queue: stores the queue, run by run of adjacent pieces,
     /// until it is empty.
     private func drain() {
+        if let range = state.withLock({ $0.allocation.take() }) { content.allocateBlocking(range) }
         while let batch = nextBatch() {
             do {
                 for run in Self.adjacentRuns(batch) { try store(run) }

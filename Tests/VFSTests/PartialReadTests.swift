@@ -167,6 +167,38 @@ struct PartialReadTests {
         try await vfs.fileSystem.release(inode: file.inode, handle: again.handle, flags: 0)
     }
 
+    /// A large fetch has its range allocated in the cache file before its bytes arrive; when it
+    /// fails, the allocation goes with its bytes, so the disk holds no more than the cache
+    /// accounts for, and the next read fetches the range again.
+    @Test func aFailedLargeFetchLeavesNoBlocksAllocated() async throws {
+        let contents = pattern(8 << 20)
+        let remote = InMemoryProvider()
+        _ = try remote.addFile(path: "file.bin", contents: contents)
+        let injector = FaultInjector()
+        let short = injector.add(FaultRule(.shortContent(bytes: 3 << 20), on: .fetch))
+        let vfs = try await VFSHarness.make(provider: injector.wrap(remote))
+        let file = try await vfs.resolve("file.bin")
+        let handle = try await vfs.fileSystem.open(inode: file.inode, flags: O_RDONLY, context: vfs.context).handle
+        await #expect(throws: (any Error).self) {
+            _ = try await vfs.fileSystem.read(
+                inode: file.inode, handle: handle, offset: 0, size: 8 << 20, context: vfs.context)
+        }
+        let blocks = vfs.directory.appendingPathComponent("blocks")
+        var allocated: Int64 = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: blocks.path) {
+            var status = stat()
+            #expect(stat(blocks.appendingPathComponent(name).path, &status) == 0)
+            allocated += Int64(status.st_blocks) * 512
+        }
+        #expect(allocated == 0)
+
+        injector.remove(short)
+        try await Task.sleep(for: .milliseconds(1100))  // past the moment a failure is remembered
+        let read = try await vfs.fileSystem.read(
+            inode: file.inode, handle: handle, offset: 0, size: 8 << 20, context: vfs.context)
+        #expect(try VFSHarness.bytes(of: read) == contents)
+    }
+
     @Test func aNonMaterializingProcessReadsOnlyWhatIsLocal() async throws {
         let remote = InMemoryProvider()
         _ = try remote.addFile(path: "cloud.txt", text: "in the cloud")
