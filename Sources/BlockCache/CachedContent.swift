@@ -363,17 +363,6 @@ public final class CachedContent: Sendable {
         _ = fallocate(fileDescriptor.rawValue, FALLOC_FL_KEEP_SIZE, off_t(range.lowerBound), off_t(range.count))
     }
 
-    /// Gives back the blocks of `range`, allocated for a fetch that failed and whose bytes are to
-    /// be forgotten, so that the disk holds no more than the blocks the cache accounts for. Call it
-    /// before `finish`: afterwards another fetch may claim the range and write it.
-    public func deallocate(_ range: Range<UInt64>) async {
-        _ = try? await BlockingIO.run { [fileDescriptor] in
-            fallocate(
-                fileDescriptor.rawValue, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(range.lowerBound),
-                off_t(range.count))
-        }
-    }
-
     /// Notes that the kernel has copied `range` into the mount's page cache (called on a reply
     /// thread, which may block). The cache file's own pages of it are then a second copy in
     /// memory: they are dropped once durable (now, or at the commit that makes them so), so that

@@ -23,9 +23,12 @@ final class CacheSink: ContentSink {
 
     /// How many received bytes may wait for the writer before the provider is held back.
     static let maximumQueuedBytes = 2 << 20
-    /// Fetches of at least this many bytes have their range allocated in the cache file before
-    /// their first bytes are written; below it, the extra system call costs what it saves.
+    /// Fetches of at least this many bytes have the cache file allocated ahead of their writes;
+    /// below it, the extra system call costs what it saves.
     static let allocationThreshold: UInt64 = 1 << 20
+    /// How far ahead of the writer the cache file is allocated, and so at most how much a fetch
+    /// that fails leaves allocated beyond its bytes.
+    static let allocationStep: UInt64 = 2 << 20
 
     private struct Piece: Sendable {
         let offset: UInt64
@@ -43,8 +46,8 @@ final class CacheSink: ContentSink {
         var isWriting = false
         var failure: (any Error)?
         var waiters: [Waiter] = []
-        /// The range still to allocate before the first write (`allocationThreshold`).
-        var allocation: Range<UInt64>?
+        /// How far the cache file is allocated for this fetch (`allocate`).
+        var allocatedUpTo: UInt64 = 0
     }
     /// Called once the writer has stored everything queued, with its first failure.
     private typealias Waiter = @Sendable ((any Error)?) -> Void
@@ -57,13 +60,11 @@ final class CacheSink: ContentSink {
         self.progress = progress
         self.statistics = statistics
         self.download = download
-        self.allocates = UInt64(range.count) >= Self.allocationThreshold
-        if allocates { state.withLock { $0.allocation = range } }
+        allocationEnd = UInt64(range.count) >= Self.allocationThreshold ? range.upperBound : nil
     }
 
-    /// True when the fetch's range is allocated ahead of its bytes: a failed fetch gives it back
-    /// (`CachedContent.deallocate`).
-    let allocates: Bool
+    /// Where the fetch's range ends, when it is large enough to allocate ahead of its writes.
+    private let allocationEnd: UInt64?
 
     /// The bytes this fetch has written.
     var written: ByteRanges { state.withLock { $0.written } }
@@ -121,7 +122,6 @@ final class CacheSink: ContentSink {
     /// The writer, on the blocking-I/O queue: stores the queue, run by run of adjacent pieces,
     /// until it is empty.
     private func drain() {
-        if let range = state.withLock({ $0.allocation.take() }) { content.allocateBlocking(range) }
         while let batch = nextBatch() {
             do {
                 for run in Self.adjacentRuns(batch) { try store(run) }
@@ -151,6 +151,7 @@ final class CacheSink: ContentSink {
     private func store(_ run: [Piece]) throws {
         let offset = run[0].offset
         let count = run.reduce(0) { $0 + $1.count }
+        allocate(offset..<offset + count)
         try content.writeBlocking(run.map(\.bytes), at: offset) {
             state.withLock { state in
                 guard !state.isClosed else { return false }
@@ -159,6 +160,19 @@ final class CacheSink: ContentSink {
             }
         }
         statistics.fetchProgressed(download, bytes: count)
+    }
+
+    /// Allocates the cache file for a write of `range` and a step beyond, within the fetch's range,
+    /// where this fetch has not yet (on the writer's thread): the writes land in allocated blocks
+    /// (DECISIONS 132), and a fetch that fails leaves at most a step allocated that the cache does
+    /// not count, which the next fetch of the range fills.
+    private func allocate(_ range: Range<UInt64>) {
+        guard let allocationEnd else { return }
+        let start = max(state.withLock { $0.allocatedUpTo }, range.lowerBound)
+        let upTo = min(range.upperBound + Self.allocationStep, allocationEnd)
+        guard range.upperBound > start, upTo > start else { return }
+        content.allocateBlocking(start..<upTo)
+        state.withLock { $0.allocatedUpTo = upTo }
     }
 
     /// `pieces` cut where one does not start where the previous one ended.

@@ -245,11 +245,6 @@ final class ContentFetcher: Sendable {
             logger.warning("fetch of \(claim.range) of \(identifier) failed: \(error)")
             if !(error is CancellationError) { statistics.noteProblem("fetch of \(name) failed: \(error)") }
             sink.close()
-            if sink.allocates {
-                // The writer stops once closed; what it allocated goes before the range is free.
-                try? await sink.flush()
-                await content.deallocate(claim.range)
-            }
             let forgotten = content.finish(claim, error: error, untrusted: sink.written)
             if !forgotten.isEmpty { dropKernelCopies(of: forgotten, of: identifier) }
             statistics.fetchEnded(download, failed: true)

@@ -167,10 +167,10 @@ struct PartialReadTests {
         try await vfs.fileSystem.release(inode: file.inode, handle: again.handle, flags: 0)
     }
 
-    /// A large fetch has its range allocated in the cache file before its bytes arrive; when it
-    /// fails, the allocation goes with its bytes, so the disk holds no more than the cache
-    /// accounts for, and the next read fetches the range again.
-    @Test func aFailedLargeFetchLeavesNoBlocksAllocated() async throws {
+    /// A large fetch has the cache file allocated ahead of its writes, a step at a time: one that
+    /// fails (here after 3 of its 8 MiB) leaves at most a step allocated beyond its bytes, which the
+    /// cache does not count, and the next read fetches the range again.
+    @Test func aFailedLargeFetchLeavesLittleAllocatedBeyondItsBytes() async throws {
         let contents = pattern(8 << 20)
         let remote = InMemoryProvider()
         _ = try remote.addFile(path: "file.bin", contents: contents)
@@ -190,7 +190,7 @@ struct PartialReadTests {
             #expect(stat(blocks.appendingPathComponent(name).path, &status) == 0)
             allocated += Int64(status.st_blocks) * 512
         }
-        #expect(allocated == 0)
+        #expect(allocated <= (3 << 20) + (2 << 20))
 
         injector.remove(short)
         try await Task.sleep(for: .milliseconds(1100))  // past the moment a failure is remembered
