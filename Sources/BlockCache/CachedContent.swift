@@ -298,8 +298,9 @@ public final class CachedContent: Sendable {
     }
 
     /// Makes the landed bytes durable: when blocks were completed since the last commit, fsyncs
-    /// the cache file, then records every fully landed block in the store (which writes only the
-    /// bytes of the map that changed). A block is recorded only after its data is on disk.
+    /// the cache file, then records every fully landed block outside the claims still running
+    /// (`settled`) in the store (which writes only the bytes of the map that changed). A block is
+    /// recorded only after its data is on disk, and its fetch has ended well.
     /// Concurrent calls coalesce: one runs, and runs once more if bytes landed meanwhile. Each
     /// round first waits `gathering`, so that the calls of fetches ending meanwhile join it rather
     /// than each paying an fsync and a transaction. Returns the map recorded, or nil when another
@@ -319,11 +320,11 @@ public final class CachedContent: Sendable {
             try await rowWritten?.value
             repeat {
                 if gathering > .zero { try? await Task.sleep(for: gathering) }
-                let (landed, recordedMap) = state.withLock { state -> (ByteRanges, [UInt8]) in
+                let (settled, recordedMap) = state.withLock { state -> (ByteRanges, [UInt8]) in
                     state.needsCommit = false
-                    return (state.landed, state.recordedMap)
+                    return (Self.settled(state), state.recordedMap)
                 }
-                let map = BlockMap(covering: landed, blockSize: blockSize, size: size)
+                let map = BlockMap(covering: settled, blockSize: blockSize, size: size)
                 // A fetch that completed no block (a short file's tail is a block) has nothing to
                 // make durable.
                 if map.bytes != recordedMap {
@@ -352,6 +353,15 @@ public final class CachedContent: Sendable {
             throw error
         }
         return recorded
+    }
+
+    /// The landed bytes outside the claims still running: what a commit may record. A fetch's
+    /// bytes are checked once it ends (its range, its version, that every byte came); one that
+    /// fails has them forgotten, so they are recorded only after their claim has ended well.
+    private static func settled(_ state: State) -> ByteRanges {
+        var settled = state.landed
+        for claim in state.claims.values { settled.remove(claim) }
+        return settled
     }
 
     /// Allocates `range` of the cache file (keeping its size) on the calling thread, which must not

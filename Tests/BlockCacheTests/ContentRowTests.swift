@@ -127,4 +127,31 @@ struct ContentRowTests {
         #expect(reopened.presentBytes == large)
         #expect(try await store.contentRecords().map(\.blockSize) == [large])
     }
+
+    /// A commit records no block of a fetch still running (another fetch's commit may come while
+    /// it does): its bytes count once it has ended well, and are forgotten if it fails.
+    @Test func aCommitLeavesOutTheBlocksOfFetchesStillRunning() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try openStore()
+        let cache = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        let content = try await cache.content(
+            for: ItemIdentifier("item"), contentVersion: [1], size: 4 * Self.blockSize)
+        let granularity = CachedContent.FetchGranularity.blocks(Self.blockSize)
+        let good = try #require(content.claimMissing(in: 0..<2 * Self.blockSize, granularity: granularity).first)
+        let bad = try #require(
+            content.claimMissing(in: 2 * Self.blockSize..<4 * Self.blockSize, granularity: granularity).first)
+        try await content.write([UInt8](repeating: 1, count: Int(Self.blockSize)), at: 0)
+        try await content.write([UInt8](repeating: 2, count: Int(Self.blockSize)), at: 2 * Self.blockSize)
+        try await cache.commit(content)
+        #expect(
+            try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+                .localBytes(of: ItemIdentifier("item"), contentVersion: [1]) == 0)
+
+        try await content.write([UInt8](repeating: 1, count: Int(Self.blockSize)), at: Self.blockSize)
+        content.finish(good, error: nil)
+        content.finish(bad, error: CancellationError())
+        try await cache.commit(content)
+        let restarted = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store)
+        #expect(restarted.localBytes(of: ItemIdentifier("item"), contentVersion: [1]) == 2 * Self.blockSize)
+    }
 }
