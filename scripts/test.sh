@@ -57,7 +57,10 @@ echo "== swift test" >&2
 # output goes through a file, shown as it grows, so that a run silent for 10 minutes (no test
 # takes that long) is seen as stalled: the watch reports where it waits and stops it.
 test_log="$FPFS_TEST_TMPDIR/swift-test.log"
-TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test --skip-build </dev/null >"$test_log" 2>&1 &
+# Made before tail starts: the background job would make it only once it runs, and a tail that
+# finds no file gives up, so the log went unseen (the run itself went on).
+: >"$test_log"
+TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test --skip-build </dev/null >>"$test_log" 2>&1 &
 test_pid=$!
 tail -f -n +1 --pid="$test_pid" "$test_log" &
 tail_pid=$!
