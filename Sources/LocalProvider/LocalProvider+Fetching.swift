@@ -69,14 +69,14 @@ extension LocalProvider {
             let position = offset
             let count = Int(min(UInt64(chunkSize), range.upperBound - position))
             try await bandwidthLimiter?.acquire(count)
-            let bytes = try await blocking { _ in
+            let bytes = try await onOpenFile {
                 try POSIX.read(file.descriptor, at: position, count: count, path: file.path)
             }
             guard bytes.count == count else { throw ProviderError.versionNoLongerAvailable }
             try await sink.write(bytes, at: position)
             offset += UInt64(count)
         }
-        let status = try await blocking { _ in try FileStatus(descriptor: file.descriptor, path: file.path) }
+        let status = try await onOpenFile { try FileStatus(descriptor: file.descriptor, path: file.path) }
         guard LocalTree.version(of: status).content == item.version.content else {
             throw ProviderError.versionNoLongerAvailable
         }

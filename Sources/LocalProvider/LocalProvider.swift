@@ -79,6 +79,19 @@ public final class LocalProvider: FileProvider, PartialContentFetching, FeatureD
         return try await blocking(work)
     }
 
+    /// Blocking work on a file already open, without `checkRoot`: the descriptor reads the file it
+    /// opened whatever happens to the root meanwhile, so a fetch whose bytes are read does not fail
+    /// because the root went away right after (its readers may already have been given them).
+    func onOpenFile<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await BlockingIO.run {
+            do {
+                return try work()
+            } catch let failure as POSIXFailure {
+                throw failure.providerError
+            }
+        }
+    }
+
     /// `request` without the delay, for the later steps of a request that already waited.
     func blocking<Result: Sendable>(_ work: @escaping @Sendable (LocalTree) throws -> Result) async throws -> Result {
         let tree = tree

@@ -158,4 +158,24 @@ import Testing
         sink.release()
         await #expect(throws: ProviderError.versionNoLongerAvailable) { try await fetch.value }
     }
+
+    /// A root that goes away once a fetch's bytes are read does not fail the fetch: they came from
+    /// the file it opened, and its readers may already have them (a mount test saw `cat` get a
+    /// file's bytes and the next open for append find them forgotten).
+    @Test func aFetchWhoseBytesAreReadSurvivesTheRootGoingAway() async throws {
+        let folder = try TestFolder()
+        let bytes = Self.pattern(30)
+        try folder.write("f", bytes)
+        let provider = try folder.provider()
+        let item = try #require(try await provider.child("f"))
+        let sink = FirstWriteGate()
+        let fetch = Task { try await provider.fetchContents(for: item.identifier, version: item.version, into: sink) }
+        await sink.firstWriteArrived()
+        let away = folder.path + "-away"
+        try FileManager.default.moveItem(atPath: folder.path, toPath: away)
+        defer { try? FileManager.default.moveItem(atPath: away, toPath: folder.path) }
+        sink.release()
+        #expect(try await fetch.value == item)
+        await #expect(throws: ProviderError.self) { _ = try await provider.child("f") }
+    }
 }
