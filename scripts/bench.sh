@@ -495,7 +495,8 @@ bench_b6() {
         sleep 2
         sample item_bytes "$(calc "($(rss_kib "$fpfs_pid") - $idle_kib) * 1024 / $items")"
         # A mount that polls (the default) also walks the whole tree at every round on a remote
-        # without a change log, as Apache is: what it keeps after one counts too (DECISIONS 83).
+        # without a change log, as Apache is: what it keeps after one counts too (DECISIONS 83);
+        # the round's end wakes the heap trimmer (DECISIONS 135).
         "$fpfs" signal "$work/mnt" >/dev/null
         sleep 2
         sample item_bytes_polled "$(calc "($(rss_kib "$fpfs_pid") - $idle_kib) * 1024 / $items")"

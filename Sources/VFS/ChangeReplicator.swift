@@ -130,6 +130,7 @@ final class ChangeReplicator: Sendable {
 
     private func round() async throws -> Int {
         if state.withLock({ $0.unsupported }) { throw ProviderError.featureUnsupported }
+        defer { configuration.changeRoundEnded?() }
         do {
             let applied = try await changesSinceAnchor()
             statistics.update {

@@ -33,6 +33,10 @@ public struct VFSConfiguration: Sendable {
     /// when nil) and on `fpfs signal` (DESIGN §5).
     public var replicatesChanges = true
     public var pollInterval: Duration? = .seconds(30)
+    /// Called after every change round, whatever its outcome. A round may have read the whole
+    /// tree and freed it again at its end: the daemon gives that memory back now, not at its
+    /// next idle check (DECISIONS 135).
+    public var changeRoundEnded: (@Sendable () -> Void)?
     /// The kernel reads complete cached contents itself (FUSE passthrough) where it can: the
     /// kernel offers it (6.9 on) and the daemon runs as root (`PassthroughFiles`).
     public var passthrough = true

@@ -2,7 +2,7 @@ import Synchronization
 
 /// Wakes one waiting task, or the next one to wait if none is waiting now: a wake-up is never
 /// lost, and several coalesce into one.
-final class WakeSignal: Sendable {
+public final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
@@ -10,7 +10,9 @@ final class WakeSignal: Sendable {
     /// Guards the pending flag and the waiter.
     private let state = Mutex(State())
 
-    func signal() {
+    public init() {}
+
+    public func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter else {
                 state.pending = true
@@ -24,7 +26,7 @@ final class WakeSignal: Sendable {
 
     /// Returns at the next signal (at once if one came since the last wait), after `timeout`, or
     /// when the task is cancelled.
-    func wait(timeout: Duration) async {
+    public func wait(timeout: Duration) async {
         let timer = Task {
             try await Task.sleep(for: timeout)
             self.signal()

@@ -79,6 +79,7 @@ struct Daemon {
         configuration.uploadDepth = uploadDepth
         configuration.cacheSize = cacheSize ?? CacheDirectory.defaultCacheSize(of: cacheDirectory)
         configuration.pollInterval = pollInterval > 0 ? .seconds(pollInterval) : nil
+        configuration.changeRoundEnded = { HeapTrimmer.workEnded() }
         configuration.isReadOnly = isReadOnly
         configuration.passthrough = passthrough
         configuration.trashesDeletions = trashesDeletions

@@ -1,5 +1,6 @@
 import CMalloc
 import FileProviderKit
+import VFS
 
 #if canImport(Glibc)
     import Glibc
@@ -18,7 +19,8 @@ import FileProviderKit
 /// resident size grew by one, asks glibc to hand free pages back (`malloc_trim`, a few hundred
 /// `madvise` calls). While checks find nothing to do the pause between them doubles, up to
 /// `longestPause`: an idle daemon then wakes for it every 16 s, not three times a second
-/// (DECISIONS 128).
+/// (DECISIONS 128). Work known to free much at its end (a change round) wakes it at once
+/// (`workEnded`, DECISIONS 135).
 enum HeapTrimmer {
     /// Call before the daemon starts threads: heaps made before it stay.
     static func keepOneHeap() {
@@ -43,11 +45,20 @@ enum HeapTrimmer {
         trimmed ? shortestPause : min(pause * 2, longestPause)
     }
 
+    /// Ends a pause early.
+    private static let wake = WakeSignal()
+
+    /// Tells the trimmer that work which freed much has ended: it checks now, not at the end of
+    /// a pause that may have grown to `longestPause` while the work ran.
+    static func workEnded() { wake.signal() }
+
     /// Trims after activity until cancelled.
     static func run() async {
         var last: Figures?
         var pause = shortestPause
-        while (try? await Task.sleep(for: pause)) != nil {
+        while !Task.isCancelled {
+            await wake.wait(timeout: pause)
+            if Task.isCancelled { return }
             // Both calls hold the heap's lock while they walk its free chunks: off the cooperative
             // threads.
             let previous = last

@@ -2,6 +2,7 @@ import FileProviderKit
 import Foundation
 import FuseKit
 import ProviderTesting
+import Synchronization
 import Testing
 import VFS
 
@@ -95,5 +96,26 @@ struct RemoteChangeTests {
             try await vfs.list(try await vfs.resolve("docs").inode) == [
                 ".", "..", "new.txt", "readme.txt", "renamed.txt",
             ])
+    }
+
+    /// The daemon wakes its heap trimmer at the end of a round (DECISIONS 135): a failed round
+    /// ends too.
+    @Test func everyRoundTellsItsEndWhateverItsOutcome() async throws {
+        let remote = try InMemoryProvider.docs()
+        let injector = FaultInjector()
+        let ended = Mutex(0)
+        let vfs = try await VFSHarness.make(
+            provider: injector.wrap(remote), replicatesChanges: true, changeRoundEnded: { ended.withLock { $0 += 1 } })
+        _ = try await vfs.fileSystem.replicateChangesNow()
+        let before = ended.withLock { $0 }
+        #expect(before >= 1)
+
+        _ = try remote.addFile(path: "docs/new.txt", text: "new\n")
+        _ = try await vfs.fileSystem.replicateChangesNow()
+        #expect(ended.withLock { $0 } == before + 1)
+
+        _ = injector.add(FaultRule(.error(.serverUnreachable(reason: "test")), on: .enumerate))
+        await #expect(throws: (any Error).self) { try await vfs.fileSystem.replicateChangesNow() }
+        #expect(ended.withLock { $0 } == before + 2)
     }
 }

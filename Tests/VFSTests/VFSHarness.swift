@@ -22,7 +22,8 @@ struct VFSHarness {
         replicatesChanges: Bool = false, cacheSize: UInt64? = nil,
         listingAheadDepth: Int = VFSConfiguration().listingAheadDepth,
         uploadSettle: Duration = VFSConfiguration().uploadSettle,
-        uploadBurstLag: Duration = VFSConfiguration().uploadBurstLag
+        uploadBurstLag: Duration = VFSConfiguration().uploadBurstLag,
+        changeRoundEnded: (@Sendable () -> Void)? = nil
     ) async throws -> VFSHarness {
         let directory = directory ?? newDirectory()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -40,6 +41,7 @@ struct VFSHarness {
         configuration.uploadSettle = uploadSettle
         configuration.uploadBurstLag = uploadBurstLag
         configuration.pollInterval = nil
+        configuration.changeRoundEnded = changeRoundEnded
         let fileSystem = try await FileSystem.start(
             provider: provider, store: store, cache: cache, configuration: configuration,
             logger: Logger(label: "vfs-test"))
