@@ -23,9 +23,17 @@ extension FileSystem {
         async throws -> (Entry, OpenReply)
     {
         try await answering {
-            let record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode, openToWrite: true)
+            // The content's file is made while the item is stored (DECISIONS 136).
+            async let nameless = self.localFiles.makeNameless()
+            let record: ItemRecord
+            do {
+                record = try await self.makeItem(in: parent, named: name, kind: .file, mode: mode, openToWrite: true)
+            } catch {
+                try? await nameless?.close()
+                throw error
+            }
             let local: LocalFile
-            do { local = try await self.localFiles.open(record.inode) } catch {
+            do { local = try await self.localFiles.open(record.inode, naming: nameless) } catch {
                 self.localFiles.endWriting(record.inode)
                 throw error
             }

@@ -73,6 +73,45 @@ final class LocalFileFolder: Sendable {
         return try await openCounted(inode, after: unsharing)
     }
 
+    /// A new file in the folder without a name yet, for an item being created: making a file
+    /// allocates an inode on the disk, which can take as long as storing the item, so a creation
+    /// makes both at once and names the file once the item has its inode (`open(_:naming:)`,
+    /// DECISIONS 136). Nil where the disk cannot make nameless files (O_TMPFILE).
+    func makeNameless() async -> FileDescriptor? {
+        let directory = self.directory
+        return try? await BlockingIO.run {
+            let descriptor = Glibc.open(directory.string, Self.nameless | O_RDWR | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw Errno(rawValue: errno) }
+            return FileDescriptor(rawValue: descriptor)
+        }
+    }
+
+    /// `O_TMPFILE`, which Swift's Glibc module does not import: the generic `__O_TMPFILE` bit
+    /// (the same on every Linux architecture Swift runs on) with `O_DIRECTORY`.
+    private static let nameless: Int32 = 0o20_000_000 | O_DIRECTORY
+
+    /// Opens the local content of the new item `inode` as `open` does, giving it `nameless`
+    /// (`makeNameless`) as its file. Should the name be taken (a file left by a crash), or the
+    /// link fail, the nameless file goes and the named one opens.
+    func open(_ inode: UInt64, naming nameless: FileDescriptor?) async throws -> LocalFile {
+        guard let nameless else { return try await open(inode) }
+        let path = path(of: inode)
+        let linked =
+            (try? await BlockingIO.run {
+                // Linking by the descriptor's /proc name needs no privilege (AT_EMPTY_PATH would).
+                linkat(AT_FDCWD, "/proc/self/fd/\(nameless.rawValue)", AT_FDCWD, path.string, AT_SYMLINK_FOLLOW) == 0
+            }) ?? false
+        guard linked else {
+            try? nameless.close()
+            return try await open(inode)
+        }
+        state.withLock { state in
+            state.items.insert(inode)
+            state.users[inode, default: 0] += 1
+        }
+        return LocalFile(descriptor: nameless, onClose: releaser(of: inode))
+    }
+
     /// Opens the local content of `inode` if it has one (it may have been evicted an instant ago);
     /// nil otherwise. Counted as a user from the check on, so eviction cannot slip in between.
     func openExisting(_ inode: UInt64) async throws -> LocalFile? {
@@ -89,12 +128,7 @@ final class LocalFileFolder: Sendable {
     /// a file of its own; the count drops when the `LocalFile` goes (or the open fails).
     private func openCounted(_ inode: UInt64, after unsharing: Task<Void, any Error>?) async throws -> LocalFile {
         let path = path(of: inode)
-        let release: @Sendable () -> Void = { [self] in
-            state.withLock { state in
-                let left = (state.users[inode] ?? 1) - 1
-                state.users[inode] = left > 0 ? left : nil
-            }
-        }
+        let release = releaser(of: inode)
         do {
             try await unsharing?.value
             let descriptor = try await BlockingIO.run {
@@ -105,6 +139,16 @@ final class LocalFileFolder: Sendable {
         } catch {
             release()
             throw error
+        }
+    }
+
+    /// What a `LocalFile` of `inode` calls when it closes: one user fewer.
+    private func releaser(of inode: UInt64) -> @Sendable () -> Void {
+        { [self] in
+            state.withLock { state in
+                let left = (state.users[inode] ?? 1) - 1
+                state.users[inode] = left > 0 ? left : nil
+            }
         }
     }
 
