@@ -36,6 +36,8 @@ public protocol FileSystemOperations: Sendable {
     func flush(inode: InodeNumber, handle: FileHandle, context: RequestContext) async throws
     func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws
     func opendir(inode: InodeNumber, flags: Int32, context: RequestContext) async throws -> OpenReply
+    /// An opendir answered on the session thread, as `lookupNow`; nil hands it to `opendir`.
+    func opendirNow(inode: InodeNumber) -> OpenReply?
     /// Fill `buffer` with entries from `offset` on (0 = the start; otherwise an offset an earlier
     /// answer gave as `nextOffset`). An empty buffer means the end.
     func readdir(
@@ -43,6 +45,8 @@ public protocol FileSystemOperations: Sendable {
         context: RequestContext
     ) async throws
     func releasedir(inode: InodeNumber, handle: FileHandle) async throws
+    /// A releasedir answered on the session thread, as `lookupNow`; false hands it to `releasedir`.
+    func releasedirNow(inode: InodeNumber, handle: FileHandle) -> Bool
     func statfs(inode: InodeNumber) async throws -> FileSystemStatistics
     func access(inode: InodeNumber, mask: Int32, context: RequestContext) async throws
     /// The value of one extended attribute; throw ENODATA when it is absent. FuseKit handles the
@@ -108,6 +112,8 @@ extension FileSystemOperations {
     public func lookupNow(parent: InodeNumber, name: [UInt8]) -> Entry? { nil }
     public func getattrNow(inode: InodeNumber) -> AttributesReply? { nil }
     public func openNow(inode: InodeNumber, flags: Int32, context: RequestContext) -> OpenReply? { nil }
+    public func opendirNow(inode: InodeNumber) -> OpenReply? { nil }
+    public func releasedirNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
     public func shutdown() async {}
 
     public func setattr(inode: InodeNumber, changes: AttributeChanges, handle: FileHandle?, context: RequestContext)

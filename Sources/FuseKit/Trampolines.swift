@@ -98,7 +98,7 @@ private func fuseInterrupt(_ raw: OpaquePointer?, _ userdata: UnsafeMutableRawPo
 }
 
 /// Answers `raw` at once, on the session thread, with what the filesystem's synchronous method
-/// gave (`lookupNow`, `getattrNow`, `openNow`); false when it gave nothing and a task must answer.
+/// gave (`lookupNow`, `getattrNow`, `openNow`, `opendirNow`, `releasedirNow`); false when it gave nothing and a task must answer.
 private func answered<Value>(_ raw: OpaquePointer?, _ value: Value?, reply: (consuming Reply, Value) -> Void) -> Bool {
     guard let value else { return false }
     let request = FuseRequest(raw)
@@ -403,6 +403,8 @@ private func fuseFallocate(
 
 private func fuseOpendir(_ raw: OpaquePointer?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let flags = info?.pointee.flags ?? 0
+    let now = FuseRequest(raw).session.operations.opendirNow(inode: inode(ino))
+    if answered(raw, now, reply: { $0.open($1) }) { return }
     respond(raw, { try await $0.opendir(inode: inode(ino), flags: flags, context: $1) }) {
         (answer: consuming Reply, open: OpenReply) in answer.open(open)
     }
@@ -441,6 +443,8 @@ private func readdir(
 
 private func fuseReleasedir(_ raw: OpaquePointer?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let handle = handle(info)
+    let released = FuseRequest(raw).session.operations.releasedirNow(inode: inode(ino), handle: handle)
+    if answered(raw, released ? () : nil, reply: { answer, _ in answer.ok() }) { return }
     respondEmpty(raw) { operations, _ in try await operations.releasedir(inode: inode(ino), handle: handle) }
 }
 

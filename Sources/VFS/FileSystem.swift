@@ -489,16 +489,9 @@ public final class FileSystem: FileSystemOperations {
         try await answering {
             let directory = try await self.directory(inode)
             try await self.lister.ensureListed(directory.identifier)
-            // No child changed since the kernel cached this listing (other folders' listings may
-            // have been stored meanwhile, as in a cold walk): nothing to read now.
-            let keepingListing = { (subfolders: [ItemIdentifier]) -> OpenReply in
-                self.listingAhead.opened(
-                    directory.identifier, in: directory.item.parentIdentifier, subfolders: subfolders)
-                let handle = self.openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
-                return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
+            if self.kernelListings.mayKeep(inode, unchangedSince: self.childrenUnchanged(of: inode)) {
+                return self.keepingListing(of: directory, subfolders: [])
             }
-            let unchanged = { self.store.itemGeneration(unchangedUnder: inode.rawValue, since: $0) }
-            if self.kernelListings.mayKeep(inode, unchangedSince: unchanged) { return keepingListing([]) }
             // Items changed since that may be this folder's (a change through the mount, a folder
             // listed again): compare its entries, read alone, before reading its whole listing
             // (DECISIONS 112). A folder the kernel holds no listing of has nothing to compare.
@@ -508,7 +501,7 @@ public final class FileSystem: FileSystemOperations {
                 let parent = try await self.parent(of: directory, inode: inode)
                 let digest = KernelListings.digest(directory: directory, parent: parent, entries: entries)
                 if self.kernelListings.mayKeep(inode, digest: digest, generation: generation) {
-                    return keepingListing(entries.compactMap(\.folderIdentifier))
+                    return self.keepingListing(of: directory, subfolders: entries.compactMap(\.folderIdentifier))
                 }
             }
             let listing = try await self.listing(of: directory, inode: inode)
@@ -520,6 +513,32 @@ public final class FileSystem: FileSystemOperations {
                 handle: FileHandle(handle), keepCache: self.kernelListings.mayKeep(inode, listing: listing),
                 cacheDirectory: true)
         }
+    }
+
+    /// An opendir answered on the FUSE thread: a folder memory holds, listed, whose listing the
+    /// kernel cached and no child changed since; a warm walk opens every folder so (DECISIONS
+    /// 136). Anything else goes to `opendir`.
+    public func opendirNow(inode: InodeNumber) -> OpenReply? {
+        guard let directory = nodes.record(inode), directory.item.kind == .directory,
+            lister.isKnownComplete(directory.identifier),
+            kernelListings.mayKeep(inode, unchangedSince: childrenUnchanged(of: inode))
+        else { return nil }
+        return keepingListing(of: directory, subfolders: [])
+    }
+
+    /// For `KernelListings.mayKeep`: the store's item generation now, if no child of `inode`
+    /// changed since the one given (other folders' listings may have been stored meanwhile, as in
+    /// a cold walk).
+    private func childrenUnchanged(of inode: InodeNumber) -> (UInt64) -> UInt64? {
+        { self.store.itemGeneration(unchangedUnder: inode.rawValue, since: $0) }
+    }
+
+    /// The answer to an opendir of `directory` whose listing the kernel keeps: a handle with
+    /// nothing read, since nothing is read now.
+    private func keepingListing(of directory: ItemRecord, subfolders: [ItemIdentifier]) -> OpenReply {
+        listingAhead.opened(directory.identifier, in: directory.item.parentIdentifier, subfolders: subfolders)
+        let handle = openDirectories.insert(OpenDirectory(directory: directory, listing: nil))
+        return OpenReply(handle: FileHandle(handle), keepCache: true, cacheDirectory: true)
     }
 
     /// Reads the listing of `directory` from the store.
@@ -573,6 +592,12 @@ public final class FileSystem: FileSystemOperations {
 
     public func releasedir(inode: InodeNumber, handle: FileHandle) async throws {
         openDirectories.remove(handle.rawValue)
+    }
+
+    /// Forgetting a handle waits for nothing: every releasedir is answered on the FUSE thread.
+    public func releasedirNow(inode: InodeNumber, handle: FileHandle) -> Bool {
+        openDirectories.remove(handle.rawValue)
+        return true
     }
 
     // MARK: Extended attributes

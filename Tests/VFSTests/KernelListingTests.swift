@@ -51,6 +51,27 @@ struct KernelListingTests {
         #expect(try await openAndRead(vfs, docs).0.keepCache)
     }
 
+    @Test func aKeptListingIsOpenedAndReleasedOnTheSessionThread() async throws {
+        let remote = try InMemoryProvider.docs()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let docs = try await vfs.resolve("docs").inode
+        #expect(vfs.fileSystem.opendirNow(inode: docs) == nil, "nothing cached yet: the task reads the listing")
+        _ = try await openAndRead(vfs, docs)
+        let kept = try #require(vfs.fileSystem.opendirNow(inode: docs))
+        #expect(kept.keepCache && kept.cacheDirectory)
+        var buffer = DirectoryBuffer(capacity: 4096, isPlus: false)
+        try await vfs.fileSystem.readdir(
+            inode: docs, handle: kept.handle, offset: 0, into: &buffer, context: vfs.context)
+        #expect(!buffer.items.isEmpty, "the handle reads the listing should the kernel ask")
+        #expect(vfs.fileSystem.releasedirNow(inode: docs, handle: kept.handle))
+
+        try await vfs.writeFile("docs/new.txt", Array("new\n".utf8))
+        #expect(vfs.fileSystem.opendirNow(inode: docs) == nil, "a changed folder is compared by the task")
+        let (reply, names) = try await openAndRead(vfs, docs)
+        #expect(!reply.keepCache && names.contains("new.txt"))
+        #expect(vfs.fileSystem.opendirNow(inode: docs)?.keepCache == true)
+    }
+
     @Test func aRemoteChangeDropsTheCachedListing() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
