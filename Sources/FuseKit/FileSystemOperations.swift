@@ -34,7 +34,11 @@ public protocol FileSystemOperations: Sendable {
     func read(inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext)
         async throws -> ReadReply
     func flush(inode: InodeNumber, handle: FileHandle, context: RequestContext) async throws
+    /// A flush answered on the session thread, as `lookupNow`; false hands it to `flush`.
+    func flushNow(inode: InodeNumber, handle: FileHandle) -> Bool
     func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws
+    /// A release answered on the session thread, as `lookupNow`; false hands it to `release`.
+    func releaseNow(inode: InodeNumber, handle: FileHandle) -> Bool
     func opendir(inode: InodeNumber, flags: Int32, context: RequestContext) async throws -> OpenReply
     /// An opendir answered on the session thread, as `lookupNow`; nil hands it to `opendir`.
     func opendirNow(inode: InodeNumber) -> OpenReply?
@@ -112,6 +116,8 @@ extension FileSystemOperations {
     public func lookupNow(parent: InodeNumber, name: [UInt8]) -> Entry? { nil }
     public func getattrNow(inode: InodeNumber) -> AttributesReply? { nil }
     public func openNow(inode: InodeNumber, flags: Int32, context: RequestContext) -> OpenReply? { nil }
+    public func flushNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
+    public func releaseNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
     public func opendirNow(inode: InodeNumber) -> OpenReply? { nil }
     public func releasedirNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
     public func shutdown() async {}

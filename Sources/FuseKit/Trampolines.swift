@@ -98,7 +98,8 @@ private func fuseInterrupt(_ raw: OpaquePointer?, _ userdata: UnsafeMutableRawPo
 }
 
 /// Answers `raw` at once, on the session thread, with what the filesystem's synchronous method
-/// gave (`lookupNow`, `getattrNow`, `openNow`, `opendirNow`, `releasedirNow`); false when it gave nothing and a task must answer.
+/// gave (the `…Now` methods of `FileSystemOperations`); false when it gave nothing and a task must
+/// answer.
 private func answered<Value>(_ raw: OpaquePointer?, _ value: Value?, reply: (consuming Reply, Value) -> Void) -> Bool {
     guard let value else { return false }
     let request = FuseRequest(raw)
@@ -369,12 +370,16 @@ private func fuseWrite(
 
 private func fuseFlush(_ raw: OpaquePointer?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let handle = handle(info)
+    let flushed = FuseRequest(raw).session.operations.flushNow(inode: inode(ino), handle: handle)
+    if answered(raw, flushed ? () : nil, reply: { answer, _ in answer.ok() }) { return }
     respondEmpty(raw) { try await $0.flush(inode: inode(ino), handle: handle, context: $1) }
 }
 
 private func fuseRelease(_ raw: OpaquePointer?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let handle = handle(info)
     let flags = info?.pointee.flags ?? 0
+    let released = FuseRequest(raw).session.operations.releaseNow(inode: inode(ino), handle: handle)
+    if answered(raw, released ? () : nil, reply: { answer, _ in answer.ok() }) { return }
     respondEmpty(raw) { operations, _ in try await operations.release(inode: inode(ino), handle: handle, flags: flags) }
 }
 

@@ -457,19 +457,21 @@ public final class FileSystem: FileSystemOperations {
         }
     }
 
+    /// A flush answered on the FUSE thread: there is nothing to save (DECISIONS 138). The kernel
+    /// left the file it writes itself as the store knows it (a `touch`, a close without writes),
+    /// or the handle's own writes are all saved. Anything else goes to `flush`.
+    public func flushNow(inode: InodeNumber, handle: FileHandle) -> Bool {
+        guard let file = openFiles[handle.rawValue] else { return false }
+        guard file.writesThroughKernel else { return !file.writesUnseen && !file.hasUnsavedWrites }
+        guard let written = passthrough.writtenStatus(of: inode.rawValue), written.modification == nil else {
+            return false
+        }
+        return nodes.record(inode)?.item.size == written.size
+    }
+
     public func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws {
         guard let file = openFiles[handle.rawValue] else { return }
-        openFiles.remove(handle.rawValue)
-        passthrough.release(inode: file.record.inode, file.opening)
-        cache.touch(file.record.identifier)
-        // The last handle of a version the remote replaced may have put that version's pages in
-        // the page cache: they go, from a task of their own (never from inside this request).
-        if let current = nodes.record(inode), !file.isOf(current),
-            !openFiles.contains(where: { $0.record.inode == current.inode && !$0.isOf(current) })
-        {
-            let kernel = uploader.kernel
-            Task { await kernel.invalidateContent(of: inode) }
-        }
+        closeHandle(file, handle: handle, inode: inode)
         try await answering {
             defer {
                 if file.writesThroughKernel { self.passthrough.stopWriting(file.record.inode) }
@@ -481,6 +483,29 @@ public final class FileSystem: FileSystemOperations {
             if file.marksWriter { try await self.store.clearWriterMark(inode: file.record.inode) }
         }
         if file.isWritable { uploader.wake() }
+    }
+
+    /// A release answered on the FUSE thread: a handle that cannot write has nothing to save
+    /// (DECISIONS 138). A writer's goes to `release`.
+    public func releaseNow(inode: InodeNumber, handle: FileHandle) -> Bool {
+        guard let file = openFiles[handle.rawValue], !file.isWritable else { return false }
+        closeHandle(file, handle: handle, inode: inode)
+        return true
+    }
+
+    /// Forgets the closed handle `handle` of `file`, what every release does before saving.
+    private func closeHandle(_ file: OpenFile, handle: FileHandle, inode: InodeNumber) {
+        openFiles.remove(handle.rawValue)
+        passthrough.release(inode: file.record.inode, file.opening)
+        cache.touch(file.record.identifier)
+        // The last handle of a version the remote replaced may have put that version's pages in
+        // the page cache: they go, from a task of their own (never from inside this request).
+        if let current = nodes.record(inode), !file.isOf(current),
+            !openFiles.contains(where: { $0.record.inode == current.inode && !$0.isOf(current) })
+        {
+            let kernel = uploader.kernel
+            Task { await kernel.invalidateContent(of: inode) }
+        }
     }
 
     // MARK: Directories

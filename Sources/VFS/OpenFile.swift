@@ -83,6 +83,9 @@ final class OpenFile: Sendable {
         writes.withLock { $0.journalled = true }
     }
 
+    /// True when writes happened since the last save.
+    var hasUnsavedWrites: Bool { writes.withLock { $0.unsaved } }
+
     /// True when writes happened since the last save; clears the marks.
     func takeUnsavedWrites() -> Bool {
         writes.withLock { writes in

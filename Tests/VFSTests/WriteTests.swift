@@ -75,6 +75,28 @@ struct WriteTests {
         #expect(inner.item(atPath: "docs/f\(count - 1)") != nil)
     }
 
+    @Test func aFlushWithNothingToSaveIsAnsweredOnTheSessionThreadAWritersReleaseIsNot() async throws {
+        let remote = try InMemoryProvider.docs()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let docs = try await vfs.resolve("docs").inode
+        let (created, opened) = try await vfs.fileSystem.create(
+            parent: docs, name: bytes("new"), mode: 0o644, flags: O_WRONLY, context: vfs.context)
+        #expect(vfs.fileSystem.flushNow(inode: created.inode, handle: opened.handle), "nothing written")
+        _ = try await vfs.fileSystem.write(
+            inode: created.inode, handle: opened.handle, offset: 0, bytes: bytes("x"), context: vfs.context)
+        #expect(!vfs.fileSystem.flushNow(inode: created.inode, handle: opened.handle), "a write the task saves")
+        try await vfs.fileSystem.flush(inode: created.inode, handle: opened.handle, context: vfs.context)
+        #expect(vfs.fileSystem.flushNow(inode: created.inode, handle: opened.handle), "saved")
+        #expect(
+            !vfs.fileSystem.flushNow(inode: created.inode, handle: FuseKit.FileHandle(opened.handle.rawValue + 1)),
+            "an unknown handle goes to the task, which answers EBADF")
+        #expect(!vfs.fileSystem.releaseNow(inode: created.inode, handle: opened.handle), "a writer's release saves")
+        try await vfs.fileSystem.release(inode: created.inode, handle: opened.handle, flags: 0)
+        try await vfs.waitForUploads()
+        let item = try #require(remote.item(atPath: "docs/new"))
+        #expect(remote.contents(of: item.identifier) == bytes("x"))
+    }
+
     @Test func emptyNewFilesReachTheRemoteEmptyAndLaterBytesFollow() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
