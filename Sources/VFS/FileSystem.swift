@@ -542,7 +542,7 @@ public final class FileSystem: FileSystemOperations {
 
     /// An opendir answered on the FUSE thread: a folder memory holds, listed, whose listing the
     /// kernel cached and no child changed since; a warm walk opens every folder so (DECISIONS
-    /// 136). Anything else goes to `opendir`.
+    /// 137). Anything else goes to `opendir`.
     public func opendirNow(inode: InodeNumber) -> OpenReply? {
         guard let directory = nodes.record(inode), directory.item.kind == .directory,
             lister.isKnownComplete(directory.identifier),
