@@ -9,9 +9,19 @@ import Synchronization
 ///
 /// The body waits on the connection until the caller has judged the head (`StreamedResponse`)
 /// and streams it into a sink (`stream(into:from:)`), reads a small one whole (`collect(upTo:)`)
-/// or drops it (`discard()`). The sink holds the connection back when its writer falls behind.
+/// or drops it (`discard()`); a head its `Admission` accepts goes into the sink at once, on the
+/// event loop. The sink holds the connection back when its writer falls behind.
 final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     typealias Response = Void
+
+    /// A sink that takes the body as soon as the head arrives, when `start` accepts the head, so
+    /// the first bytes land without waiting for a task to judge it (DECISIONS 139). The caller's
+    /// later `stream(into:from:)` then waits for that stream.
+    struct Admission: Sendable {
+        let sink: any ContentSink
+        /// Where an accepted body starts in the file; nil leaves the head to the caller.
+        let start: @Sendable (HTTPResponseHead) -> UInt64?
+    }
 
     /// Where the body goes once judged.
     private enum Destination {
@@ -39,11 +49,18 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     private let state = Mutex(State())
     /// The request, set once it is sent.
     private let task = Mutex<HTTPClient.Task<Void>?>(nil)
+    private let admission: Admission?
+
+    private init(admission: Admission?) {
+        self.admission = admission
+    }
 
     /// Sends `request` with `http` and waits for the answer's head; throws when the request failed
     /// before one came.
-    static func send(_ request: HTTPClient.Request, with http: HTTPClient) async throws -> StreamedResponse {
-        let body = StreamedBody()
+    static func send(_ request: HTTPClient.Request, with http: HTTPClient, admitting admission: Admission?)
+        async throws -> StreamedResponse
+    {
+        let body = StreamedBody(admission: admission)
         let task = http.execute(request: request, delegate: body, eventLoop: .indifferent, deadline: nil)
         body.task.withLock { $0 = task }
         task.futureResult.whenFailure { error in body.headArrived(.failure(error)) }
@@ -98,9 +115,11 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
         var description: String { "the answer is longer than expected" }
     }
 
-    /// Sends the body to `destination`, and lets it come.
+    /// Sends the body to `destination`, and lets it come; a body admitted on the event loop keeps
+    /// its sink.
     private func judge(_ destination: Destination) {
-        let judged = state.withLock { state in
+        let judged = state.withLock { state -> EventLoopPromise<Void>? in
+            guard case .undecided = state.destination else { return nil }
             state.destination = destination
             return state.judged
         }
@@ -133,6 +152,11 @@ final class StreamedBody: HTTPClientResponseDelegate, Sendable {
     // MARK: HTTPClientResponseDelegate, on the event loop
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        if let admission, let start = admission.start(head) {
+            state.withLock { $0.destination = .sink(admission.sink, position: start) }
+            headArrived(.success(head))
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
         let judged = task.eventLoop.makePromise(of: Void.self)
         state.withLock { $0.judged = judged }
         headArrived(.success(head))

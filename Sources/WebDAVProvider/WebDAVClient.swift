@@ -142,14 +142,17 @@ final class WebDAVClient: Sendable {
     }
 
     /// Sends a request whose body, if any, is `bytes`, as `send` does; the answer's body then goes
-    /// from the event loop to where the caller says (`StreamedBody`).
-    func sendStreaming(_ request: Request) async throws -> StreamedResponse {
+    /// from the event loop to where the caller says (`StreamedBody`), or at once to the sink of an
+    /// `admission` that accepts the head.
+    func sendStreaming(_ request: Request, admitting admission: StreamedBody.Admission? = nil) async throws
+        -> StreamedResponse
+    {
         precondition(request.body == nil, "a streamed request's body is bytes")
         return try await send(request) { outgoing in
             let sent = try HTTPClient.Request(
                 url: outgoing.url, method: outgoing.method, headers: outgoing.headers,
                 body: request.bytes.map { .byteBuffer($0) })
-            return try await StreamedBody.send(sent, with: self.http)
+            return try await StreamedBody.send(sent, with: self.http, admitting: admission)
         }
     }
 

@@ -14,23 +14,14 @@ extension WebDAVProvider {
         async throws -> Item
     {
         let location = try await fileLocation(identifier)
-        let path = location.path
-        let response = try await client.sendStreaming(WebDAVClient.Request(method: .GET, path: path))
-        guard response.status == .ok else {
-            await response.discardBody()
-            throw WebDAVClient.error(for: response.status, path: path, method: .GET)
+        let verdict = { @Sendable (head: HTTPResponseHead) in
+            Self.verdictOnWhole(head, location: location, version: version)
         }
-        try await checkFileID(of: response, is: identifier)
-        let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
-        var item = Item(location, size: expected ?? 0, headers: response.headers)
-        if let version, item.version.content != version.content {
-            await response.discardBody()
-            throw ProviderError.versionNoLongerAvailable
-        }
-        if let expected {
-            try await receive(response, of: path, bytes: 0..<expected, version: item.version, into: sink)
-        } else {
-            item.size = try await streamUnannounced(response, of: path, into: sink)
+        let response = try await client.sendStreaming(
+            WebDAVClient.Request(method: .GET, path: location.path),
+            admitting: StreamedBody.Admission(sink: sink) { verdict($0).start })
+        guard let (item, _) = try await take(response, judged: verdict(response.head), of: location, into: sink) else {
+            throw WebDAVClient.error(for: response.status, path: location.path, method: .GET)
         }
         return item
     }
@@ -44,7 +35,6 @@ extension WebDAVProvider {
         options: PartialFetchOptions, into sink: any ContentSink
     ) async throws -> PartialFetchResult {
         let location = try await fileLocation(identifier)
-        let path = location.path
         let wanted = PartialFetchResult.alignedRange(covering: minimalRange, alignment: alignment, size: .max)
         let strict = options.contains(.strictVersioning)
         guard !wanted.isEmpty else {
@@ -52,52 +42,97 @@ extension WebDAVProvider {
             if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
             return PartialFetchResult(retrievedRange: wanted.lowerBound..<wanted.lowerBound, item: item)
         }
+        let verdict = { @Sendable (head: HTTPResponseHead) in
+            Self.verdictOnRange(head, location: location, wanted: wanted, version: strict ? version : nil)
+        }
         let headers = [("Range", "bytes=\(wanted.lowerBound)-\(wanted.upperBound - 1)")]
-        let response = try await client.sendStreaming(WebDAVClient.Request(method: .GET, path: path, headers: headers))
-        if [.partialContent, .ok].contains(response.status) { try await checkFileID(of: response, is: identifier) }
-        switch response.status {
+        let response = try await client.sendStreaming(
+            WebDAVClient.Request(method: .GET, path: location.path, headers: headers),
+            admitting: StreamedBody.Admission(sink: sink) { verdict($0).start })
+        if let (item, retrieved) = try await take(response, judged: verdict(response.head), of: location, into: sink) {
+            return PartialFetchResult(retrievedRange: retrieved, item: item)
+        }
+        let item = try await current(identifier).item
+        if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
+        let start = min(wanted.lowerBound, item.size / max(alignment, 1) * max(alignment, 1))
+        return PartialFetchResult(retrievedRange: start..<start, item: item)
+    }
+
+    /// The verdict on the head of a whole-file `GET`: `200`, the same file, and `version` when given.
+    private static func verdictOnWhole(_ head: HTTPResponseHead, location: ItemLocation, version: ItemVersion?)
+        -> GetVerdict
+    {
+        guard head.status == .ok else {
+            return .refused(WebDAVClient.error(for: head.status, path: location.path, method: .GET))
+        }
+        return verdictOnFile(head, location: location, version: version)
+    }
+
+    /// The verdict on the head of a `GET` with `Range: wanted`: the range itself, or the whole
+    /// file; with `version`, only that version.
+    private static func verdictOnRange(
+        _ head: HTTPResponseHead, location: ItemLocation, wanted: Range<UInt64>, version: ItemVersion?
+    ) -> GetVerdict {
+        switch head.status {
+        case .ok:
+            return verdictOnFile(head, location: location, version: version)
         case .partialContent:
-            guard let range = Self.contentRange(response.headers), range.start == wanted.lowerBound,
+            if isOtherFile(head.headers, identifier: location.identifier) { return .otherFile }
+            guard let range = contentRange(head.headers), range.start == wanted.lowerBound,
                 range.end + 1 == wanted.upperBound
                     || (range.end + 1 < wanted.upperBound && range.end + 1 == range.total)
             else {
-                await response.discardBody()
-                let sent = response.headers.first(name: "Content-Range") ?? "none"
-                throw ProviderError.cannotSynchronize(
-                    reason: "GET \(path): asked for bytes \(wanted.lowerBound)-\(wanted.upperBound - 1), "
-                        + "the server sent Content-Range \(sent)")
+                let sent = head.headers.first(name: "Content-Range") ?? "none"
+                return .refused(
+                    .cannotSynchronize(
+                        reason: "GET \(location.path): asked for bytes \(wanted.lowerBound)-\(wanted.upperBound - 1), "
+                            + "the server sent Content-Range \(sent)"))
             }
-            let item = Item(location, size: range.total, headers: response.headers)
-            if strict, item.version.content != version.content {
-                await response.discardBody()
-                throw ProviderError.versionNoLongerAvailable
-            }
-            let retrieved = range.start..<(range.end + 1)
-            try await receive(response, of: path, bytes: retrieved, version: item.version, into: sink)
-            return PartialFetchResult(retrievedRange: retrieved, item: item)
-        case .ok:
-            let expected = response.headers.first(name: "Content-Length").flatMap(UInt64.init)
-            let item = Item(location, size: expected ?? 0, headers: response.headers)
-            if strict, item.version.content != version.content {
-                await response.discardBody()
-                throw ProviderError.versionNoLongerAvailable
-            }
-            var whole = item
-            if let expected {
-                try await receive(response, of: path, bytes: 0..<expected, version: item.version, into: sink)
-            } else {
-                whole.size = try await streamUnannounced(response, of: path, into: sink)
-            }
-            return PartialFetchResult(retrievedRange: 0..<whole.size, item: whole)
+            let item = Item(location, size: range.total, headers: head.headers)
+            if let version, item.version.content != version.content { return .refused(.versionNoLongerAvailable) }
+            return .content(item, bytes: range.start..<(range.end + 1))
         case .rangeNotSatisfiable:
-            await response.discardBody()
-            let item = try await current(identifier).item
-            if strict, item.version.content != version.content { throw ProviderError.versionNoLongerAvailable }
-            let start = min(wanted.lowerBound, item.size / max(alignment, 1) * max(alignment, 1))
-            return PartialFetchResult(retrievedRange: start..<start, item: item)
+            return .notSatisfiable
         default:
+            return .refused(WebDAVClient.error(for: head.status, path: location.path, method: .GET))
+        }
+    }
+
+    /// The verdict on a `200`: the whole file, its size from `Content-Length` when sent.
+    private static func verdictOnFile(_ head: HTTPResponseHead, location: ItemLocation, version: ItemVersion?)
+        -> GetVerdict
+    {
+        if isOtherFile(head.headers, identifier: location.identifier) { return .otherFile }
+        let expected = head.headers.first(name: "Content-Length").flatMap(UInt64.init)
+        let item = Item(location, size: expected ?? 0, headers: head.headers)
+        if let version, item.version.content != version.content { return .refused(.versionNoLongerAvailable) }
+        return .content(item, bytes: expected.map { 0..<$0 })
+    }
+
+    /// Acts on a `GET`'s verdict: streams wanted content into the sink (already under way when the
+    /// event loop admitted it) and returns the item with the bytes received; drops any other body
+    /// and throws its error; nil for `notSatisfiable`.
+    private func take(
+        _ response: StreamedResponse, judged verdict: GetVerdict, of location: ItemLocation, into sink: any ContentSink
+    ) async throws -> (Item, Range<UInt64>)? {
+        let path = location.path
+        switch verdict {
+        case .content(let item, let bytes?):
+            try await receive(response, of: path, bytes: bytes, version: item.version, into: sink)
+            return (item, bytes)
+        case .content(var item, nil):
+            item.size = try await streamUnannounced(response, of: path, into: sink)
+            return (item, 0..<item.size)
+        case .otherFile:
             await response.discardBody()
-            throw WebDAVClient.error(for: response.status, path: path, method: .GET)
+            fileIDs.forget(location.identifier)
+            throw ProviderError.noSuchItem(location.identifier)
+        case .notSatisfiable:
+            await response.discardBody()
+            return nil
+        case .refused(let error):
+            await response.discardBody()
+            throw error
         }
     }
 
@@ -112,16 +147,14 @@ extension WebDAVProvider {
         return ItemLocation(identifier: identifier, parent: parent, path: path)
     }
 
-    /// A GET of a fileid that the server answers with another file's id (Nextcloud's `OC-FileId`
-    /// header) reached another file at the old place: `noSuchItem`, before a byte is taken.
-    /// Nextcloud spells the header as `oc:id` does: the fileid zero-padded, then the instance id.
-    private func checkFileID(of response: StreamedResponse, is identifier: ItemIdentifier) async throws {
-        guard RemotePath(identifier: identifier) == nil, let sent = response.headers.first(name: "OC-FileId"),
-            sent != identifier.rawValue, Int(sent.prefix(while: \.isNumber)) != Int(identifier.rawValue)
-        else { return }
-        await response.discardBody()
-        fileIDs.forget(identifier)
-        throw ProviderError.noSuchItem(identifier)
+    /// Whether a GET of a fileid reached another file at the old place: Nextcloud's `OC-FileId`
+    /// header names another id. Nextcloud spells the header as `oc:id` does: the fileid
+    /// zero-padded, then the instance id.
+    private static func isOtherFile(_ headers: HTTPHeaders, identifier: ItemIdentifier) -> Bool {
+        guard RemotePath(identifier: identifier) == nil, let sent = headers.first(name: "OC-FileId") else {
+            return false
+        }
+        return sent != identifier.rawValue && Int(sent.prefix(while: \.isNumber)) != Int(identifier.rawValue)
     }
 
     /// Streams `response`, which carries `bytes` of the file, into the sink. When the connection

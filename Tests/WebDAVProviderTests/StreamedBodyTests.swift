@@ -1,6 +1,7 @@
 import FileProviderKit
 import Foundation
 import NIOCore
+import ProviderTesting
 import TestServers
 import Testing
 
@@ -8,7 +9,8 @@ import Testing
 
 /// Answers read through the client's delegate path, against Apache: a body too long for its
 /// reader, one dropped, one its sink refuses. Each ends its request without a hang, with the error
-/// its caller should see, and the client serves the next request.
+/// its caller should see, and the client serves the next request. A body whose head an admission
+/// accepts reaches its sink before the caller asks for it; one it refuses waits for the caller.
 @Suite struct StreamedBodyTests {
     /// A file of `size` bytes served by Apache, and a client of it.
     private static func withServedFile(
@@ -54,6 +56,38 @@ import Testing
             let response = try await client.sendStreaming(WebDAVClient.Request(method: .GET, path: path))
             #expect(response.status == .ok)
             await response.discardBody()
+            try await Self.expectServing(client)
+        }
+    }
+
+    @Test func anAdmittedBodyReachesItsSinkBeforeTheCallerAsks() async throws {
+        try await Self.withServedFile(size: 3 << 20) { client, path in
+            let sink = MemorySink()
+            let response = try await client.sendStreaming(
+                WebDAVClient.Request(method: .GET, path: path),
+                admitting: StreamedBody.Admission(sink: sink) { $0.status == .ok ? 0 : nil })
+            let deadline = ContinuousClock.now + .seconds(10)
+            while sink.byteCount < 3 << 20, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(sink.byteCount == 3 << 20, "the body did not reach its sink before the caller asked")
+            #expect(try await response.body.stream(into: sink, from: 0) == 3 << 20)
+            #expect(sink.writtenRanges == [0..<3 << 20])
+            #expect(sink.violations.isEmpty, "\(sink.violations)")
+            try await Self.expectServing(client)
+        }
+    }
+
+    @Test func aBodyItsAdmissionRefusesWaitsForTheCaller() async throws {
+        try await Self.withServedFile(size: 3 << 20) { client, path in
+            let sink = MemorySink()
+            let response = try await client.sendStreaming(
+                WebDAVClient.Request(method: .GET, path: path),
+                admitting: StreamedBody.Admission(sink: sink) { _ in nil })
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(sink.byteCount == 0)
+            await response.discardBody()
+            #expect(sink.byteCount == 0)
             try await Self.expectServing(client)
         }
     }
