@@ -1,5 +1,6 @@
 /// A set of byte offsets kept as sorted, disjoint, non-adjacent ranges: which bytes of a cache file
-/// have landed. Small in practice (a sequential fetch keeps one range), so an array suffices.
+/// have landed. A sequential fetch keeps one range; scattered reads keep one per block read, so
+/// lookups search the sorted array rather than walk it.
 public struct ByteRanges: Sendable, Hashable {
     public private(set) var ranges: [Range<UInt64>] = []
 
@@ -24,29 +25,35 @@ public struct ByteRanges: Sendable, Hashable {
 
     /// Removes every byte of `range` from the set.
     public mutating func remove(_ range: Range<UInt64>) {
-        guard !range.isEmpty else { return }
-        var result: [Range<UInt64>] = []
-        for existing in ranges {
-            if existing.upperBound <= range.lowerBound || existing.lowerBound >= range.upperBound {
-                result.append(existing)
-                continue
-            }
-            if existing.lowerBound < range.lowerBound { result.append(existing.lowerBound..<range.lowerBound) }
-            if existing.upperBound > range.upperBound { result.append(range.upperBound..<existing.upperBound) }
-        }
-        ranges = result
+        let overlapping = indices(overlapping: range)
+        guard !overlapping.isEmpty else { return }
+        var kept: [Range<UInt64>] = []
+        let first = ranges[overlapping.lowerBound]
+        let last = ranges[overlapping.upperBound - 1]
+        if first.lowerBound < range.lowerBound { kept.append(first.lowerBound..<range.lowerBound) }
+        if last.upperBound > range.upperBound { kept.append(range.upperBound..<last.upperBound) }
+        ranges.replaceSubrange(overlapping, with: kept)
     }
 
     /// The parts of the set inside `range`.
     public func intersection(_ range: Range<UInt64>) -> ByteRanges {
         var result = ByteRanges()
-        for existing in ranges where existing.overlaps(range) { result.insert(existing.clamped(to: range)) }
+        result.ranges = ranges[indices(overlapping: range)].map { $0.clamped(to: range) }
         return result
     }
 
     /// True when some byte of `range` is in the set.
     public func overlaps(_ range: Range<UInt64>) -> Bool {
-        ranges.contains { $0.overlaps(range) }
+        !indices(overlapping: range).isEmpty
+    }
+
+    /// The indices of the ranges that share a byte with `range`, found by binary search.
+    private func indices(overlapping range: Range<UInt64>) -> Range<Int> {
+        guard !range.isEmpty else { return 0..<0 }
+        let start = ranges.partitioningIndex { $0.upperBound > range.lowerBound }
+        var end = start
+        while end < ranges.count, ranges[end].lowerBound < range.upperBound { end += 1 }
+        return start..<end
     }
 
     /// True when every byte of `range` is in the set (an empty range is always contained).
