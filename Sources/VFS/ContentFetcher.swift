@@ -128,12 +128,12 @@ final class ContentFetcher: Sendable {
         _ claim: ContentClaim, of content: CachedContent, version: ItemVersion, name: String, priority: FetchPriority
     ) {
         let key = ClaimKey(fileNumber: content.fileNumber, claim: claim.id)
-        let ticket = limiter.makeTicket()
+        let ticket = limiter.makeTicket(owner: content.fileNumber)
         running.withLock { $0[key] = (ticket, nil) }
         // A free slot is taken now, so that slots go in the order fetches were started (a read's
         // own blocks before the read-ahead started just after them), whatever order the tasks
         // run in.
-        let heldSlot = limiter.tryAcquire(priority)
+        let heldSlot = limiter.tryAcquire(priority, owner: content.fileNumber)
         let task = Task {
             defer { _ = running.withLock { $0.removeValue(forKey: key) } }
             let slot: PipelineLimiter.Slot

@@ -10,8 +10,10 @@ enum FetchPriority: Sendable {
 ///
 /// A fetch takes a slot before it calls the provider and gives it back when the call ends. When
 /// all slots are taken, waiters queue by priority: interactive reads go ahead of read-ahead, and a
-/// queued read-ahead is promoted once a reader starts waiting on it. Cancelling a waiting task
-/// takes it out of the queue.
+/// queued read-ahead is promoted once a reader starts waiting on it. A free slot goes to the
+/// queued read-ahead of the file that holds the fewest read-ahead slots, the oldest first among
+/// equals, so that parallel readers share the pipeline rather than the first one's window taking
+/// it (DECISIONS 141). Cancelling a waiting task takes it out of the queue.
 ///
 /// Read-ahead does not hold the last slot (at depths above one) unless `keepReserve(false)` said
 /// its requests end quickly and none running has taken longer than `slowReadAhead`: a streaming
@@ -20,16 +22,18 @@ enum FetchPriority: Sendable {
 /// on a fast link that slot is a stream's speed, and a reader waits at most for the quickest of
 /// the requests in flight (DECISIONS 103, 106).
 final class PipelineLimiter: Sendable {
-    /// Identifies one queued or running fetch, for promotion and cancellation.
+    /// Identifies one queued or running fetch, for promotion and cancellation, and the file it
+    /// fetches for (`owner`), whose read-ahead shares the slots with other files'.
     struct Ticket: Hashable, Sendable {
         fileprivate let id: UInt64
+        fileprivate let owner: Int64
     }
 
     /// A slot held, by the kind of fetch it was given to; give it back with `release`.
     enum Slot: Sendable, Hashable {
         case interactive
-        /// Given to read-ahead at `since`.
-        case readAhead(since: ContinuousClock.Instant)
+        /// Given to read-ahead for the file `owner` at `since`.
+        case readAhead(since: ContinuousClock.Instant, owner: Int64)
 
         var isReadAhead: Bool { if case .readAhead = self { true } else { false } }
     }
@@ -56,6 +60,8 @@ final class PipelineLimiter: Sendable {
         var inUse = 0
         /// When each read-ahead slot in use was given.
         var readAheadSince: [ContinuousClock.Instant] = []
+        /// The read-ahead slots in use per file.
+        var readAheadHeld: [Int64: Int] = [:]
         var interactive: [Waiter] = []
         var readAhead: [Waiter] = []
         var nextTicket: UInt64 = 0
@@ -63,13 +69,26 @@ final class PipelineLimiter: Sendable {
         /// Takes the first waiter that a free slot may go to (interactive first) off its queue,
         /// with that slot.
         mutating func nextWaiter() -> (Waiter, Slot)? {
-            if !interactive.isEmpty, let granted = take(.interactive) { return (interactive.removeFirst(), granted) }
-            if !readAhead.isEmpty, let granted = take(.readAhead) { return (readAhead.removeFirst(), granted) }
-            return nil
+            if !interactive.isEmpty, let granted = take(.interactive, owner: interactive[0].ticket.owner) {
+                return (interactive.removeFirst(), granted)
+            }
+            guard let fairest = fairestReadAhead(),
+                let granted = take(.readAhead, owner: readAhead[fairest].ticket.owner)
+            else { return nil }
+            return (readAhead.remove(at: fairest), granted)
         }
 
-        /// Counts a slot as taken for `priority` if one is free for it.
-        mutating func take(_ priority: FetchPriority) -> Slot? {
+        /// The queued read-ahead whose file holds the fewest read-ahead slots, the oldest among
+        /// equals.
+        private func fairestReadAhead() -> Int? {
+            readAhead.indices.min {
+                readAheadHeld[readAhead[$0].ticket.owner, default: 0]
+                    < readAheadHeld[readAhead[$1].ticket.owner, default: 0]
+            }
+        }
+
+        /// Counts a slot as taken for `priority` and the file `owner` if one is free for it.
+        mutating func take(_ priority: FetchPriority, owner: Int64) -> Slot? {
             guard inUse < depth else { return nil }
             switch priority {
             case .interactive:
@@ -82,7 +101,8 @@ final class PipelineLimiter: Sendable {
                 }
                 inUse += 1
                 readAheadSince.append(now)
-                return .readAhead(since: now)
+                readAheadHeld[owner, default: 0] += 1
+                return .readAhead(since: now, owner: owner)
             }
         }
     }
@@ -95,11 +115,12 @@ final class PipelineLimiter: Sendable {
         self.state = Mutex(State(depth: depth, readAheadDepth: max(depth - 1, 1), slowReadAhead: slowReadAhead))
     }
 
-    /// A new ticket; pass it to `acquire` and, to promote, to `promote`.
-    func makeTicket() -> Ticket {
+    /// A new ticket for a fetch for the file `owner`; pass it to `acquire` and, to promote, to
+    /// `promote`.
+    func makeTicket(owner: Int64 = 0) -> Ticket {
         state.withLock { state in
             state.nextTicket += 1
-            return Ticket(id: state.nextTicket)
+            return Ticket(id: state.nextTicket, owner: owner)
         }
     }
 
@@ -108,7 +129,7 @@ final class PipelineLimiter: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Slot, any Error>) in
                 let granted = state.withLock { state -> Slot? in
-                    if let slot = state.take(priority) {
+                    if let slot = state.take(priority, owner: ticket.owner) {
                         return slot
                     }
                     let waiter = Waiter(ticket: ticket, continuation: continuation)
@@ -134,9 +155,10 @@ final class PipelineLimiter: Sendable {
         }
     }
 
-    /// Takes a free slot for `priority` without waiting; nil when none is free for it.
-    func tryAcquire(_ priority: FetchPriority) -> Slot? {
-        state.withLock { $0.take(priority) }
+    /// Takes a free slot for `priority` and the file `owner` without waiting; nil when none is
+    /// free for it.
+    func tryAcquire(_ priority: FetchPriority, owner: Int64 = 0) -> Slot? {
+        state.withLock { $0.take(priority, owner: owner) }
     }
 
     /// Gives `slot` back, handing it straight to the first waiter that may have it (interactive
@@ -144,8 +166,10 @@ final class PipelineLimiter: Sendable {
     func release(_ slot: Slot) {
         let next = state.withLock { state -> (Waiter, Slot)? in
             state.inUse -= 1
-            if case .readAhead(let since) = slot, let index = state.readAheadSince.firstIndex(of: since) {
-                state.readAheadSince.remove(at: index)
+            if case .readAhead(let since, let owner) = slot {
+                if let index = state.readAheadSince.firstIndex(of: since) { state.readAheadSince.remove(at: index) }
+                state.readAheadHeld[owner, default: 1] -= 1
+                if state.readAheadHeld[owner] == 0 { state.readAheadHeld[owner] = nil }
             }
             return state.nextWaiter()
         }

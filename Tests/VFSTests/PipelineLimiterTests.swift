@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 
 @testable import VFS
@@ -84,4 +85,39 @@ struct PipelineLimiterTests {
         limiter.release(held)
         #expect(try await queued.value == .interactive)
     }
+
+    @Test("a freed read-ahead slot goes to the file holding the fewest, not to the oldest waiter")
+    func readAheadSlotsAreSharedBetweenFiles() async throws {
+        let limiter = PipelineLimiter(depth: 2, slowReadAhead: .seconds(3600))
+        limiter.keepReserve(false)
+        let first = try #require(limiter.tryAcquire(.readAhead, owner: 1))
+        let second = try #require(limiter.tryAcquire(.readAhead, owner: 1))
+        // File 1 queues two more before file 2 queues one; the slots are logged as granted.
+        let granted = GrantLog()
+        for owner: Int64 in [1, 1, 2] {
+            Task {
+                let slot = try await limiter.acquire(limiter.makeTicket(owner: owner), priority: .readAhead)
+                granted.entries.withLock { $0.append((owner, slot)) }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        func owners(once count: Int) async throws -> [Int64] {
+            for _ in 0..<200 where granted.entries.withLock({ $0.count }) < count {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return granted.entries.withLock { $0.map(\.owner) }
+        }
+
+        limiter.release(first)
+        #expect(try await owners(once: 1) == [2], "file 2 holds none, file 1 two")
+        limiter.release(second)
+        #expect(try await owners(once: 2) == [2, 1])
+        for (_, slot) in granted.entries.withLock({ $0 }) { limiter.release(slot) }
+        #expect(try await owners(once: 3) == [2, 1, 1])
+    }
+}
+
+/// The slots granted to queued fetches, in order, with the file each was for.
+private final class GrantLog: Sendable {
+    let entries = Mutex<[(owner: Int64, slot: PipelineLimiter.Slot)]>([])
 }
