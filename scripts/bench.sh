@@ -174,7 +174,8 @@ fpfs_mount() {
 }
 fpfs_unmount() {
     "$fpfs" unmount "$work/mnt"
-    while kill -0 "$fpfs_pid" 2>/dev/null; do sleep 0.05; done
+    # `fpfs unmount` returns once the daemon has exited; a zombie waits only to be reaped.
+    while [[ "$(sed 's/.*) //' "/proc/$fpfs_pid/stat" 2>/dev/null | cut -c1)" =~ ^[^ZX]$ ]]; do sleep 0.05; done
 }
 # rclone mount MODE [FLAGS...] (MODE off or full) of the same server, read-only unless FLAGS
 # say --read-only=false.

@@ -54,14 +54,25 @@ struct UnmountCommand: AsyncParsableCommand {
         return report.pid
     }
 
-    /// Waits (up to 30 s) for the daemon to finish writing its state and exit.
+    /// Waits (up to 30 s) for the daemon to finish writing its state and exit. A zombie has
+    /// finished: it waits only to be reaped by PID 1, which in a container may take a second or
+    /// more.
     private func waitForExit(_ pid: pid_t) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
-        while kill(pid, 0) == 0 || errno != ESRCH {
+        while Self.isRunning(pid) {
             guard ContinuousClock.now < deadline else {
                 throw CommandFailure("unmounted, but the daemon (pid \(pid)) is still running")
             }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(10))
         }
+    }
+
+    /// True while `pid` exists and has not exited (is not a zombie).
+    private static func isRunning(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let nameEnd = stat.lastIndex(of: ")")
+        else { return false }
+        let state = stat[stat.index(after: nameEnd)...].first { $0 != " " }
+        return state != "Z" && state != "X"
     }
 }
