@@ -218,10 +218,10 @@ public final class BlockCache: Sendable {
         _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: path.string) }
     }
 
-    /// Makes `content`'s landed bytes durable (see `CachedContent.commit`, and `gathering` there)
+    /// Makes `content`'s landed bytes durable (see `CachedContent.commit`, and `window` there)
     /// and remembers the result, so `localBytes` stays right after the content is closed.
-    public func commit(_ content: CachedContent, gathering: Duration = .zero) async throws {
-        guard let presentBlocks = try await content.commit(gathering: gathering) else { return }
+    public func commit(_ content: CachedContent, window: CommitWindow? = nil) async throws {
+        guard let presentBlocks = try await content.commit(window: window) else { return }
         let onGrowth = state.withLock { state -> (@Sendable () -> Void)? in
             guard var record = state.records[content.identifier], record.fileNumber == content.fileNumber else {
                 return nil

@@ -302,10 +302,10 @@ public final class CachedContent: Sendable {
     /// (`settled`) in the store (which writes only the bytes of the map that changed). A block is
     /// recorded only after its data is on disk, and its fetch has ended well.
     /// Concurrent calls coalesce: one runs, and runs once more if bytes landed meanwhile. Each
-    /// round first waits `gathering`, so that the calls of fetches ending meanwhile join it rather
+    /// round first waits in `window`, so that the calls of fetches ending meanwhile join it rather
     /// than each paying an fsync and a transaction. Returns the map recorded, or nil when another
     /// call does the work.
-    func commit(gathering: Duration = .zero) async throws -> [UInt8]? {
+    func commit(window: CommitWindow? = nil) async throws -> [UInt8]? {
         let proceed = state.withLock { state -> Bool in
             if state.isCommitting {
                 state.needsCommit = true
@@ -319,7 +319,7 @@ public final class CachedContent: Sendable {
         do {
             try await rowWritten?.value
             repeat {
-                if gathering > .zero { try? await Task.sleep(for: gathering) }
+                await window?.wait()
                 let (settled, recordedMap) = state.withLock { state -> (ByteRanges, [UInt8]) in
                     state.needsCommit = false
                     return (Self.settled(state), state.recordedMap)

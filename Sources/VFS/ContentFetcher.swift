@@ -27,9 +27,18 @@ final class ContentFetcher: Sendable {
     private let statistics: Statistics
     private let logger: Logger
 
-    /// Guards the running fetch tasks and their limiter tickets (for promotion), by cache file
-    /// and claim.
-    private let running = Mutex<[ClaimKey: (ticket: PipelineLimiter.Ticket, task: Task<Void, Never>?)]>([:])
+    /// The wait of every commit: hurried by `settleCommits`, closed by `drain` (DECISIONS 123, 143).
+    private let commitWindow = CommitWindow(length: .milliseconds(500), byteLimit: 8 << 20)
+    /// Guards the running fetch tasks, by cache file and claim.
+    private let running = Mutex<[ClaimKey: RunningFetch]>([:])
+
+    private struct RunningFetch {
+        /// For promotion, while the fetch waits for a slot.
+        let ticket: PipelineLimiter.Ticket
+        var task: Task<Void, Never>?
+        /// The fetch has ended and its commit is under way.
+        var isCommitting = false
+    }
 
     private struct ClaimKey: Hashable {
         let fileNumber: Int64
@@ -129,7 +138,7 @@ final class ContentFetcher: Sendable {
     ) {
         let key = ClaimKey(fileNumber: content.fileNumber, claim: claim.id)
         let ticket = limiter.makeTicket(owner: content.fileNumber)
-        running.withLock { $0[key] = (ticket, nil) }
+        running.withLock { $0[key] = RunningFetch(ticket: ticket) }
         // A free slot is taken now, so that slots go in the order fetches were started (a read's
         // own blocks before the read-ahead started just after them), whatever order the tasks
         // run in.
@@ -153,16 +162,29 @@ final class ContentFetcher: Sendable {
                 noteReadAheadEnded(UInt64(claim.range.count), after: .now - started, fetched: fetched)
             }
             limiter.release(slot)
-            if fetched { await commit(content) }
+            if fetched {
+                running.withLock { $0[key]?.isCommitting = true }
+                commitWindow.noteFetched(UInt64(claim.range.count))
+                await commit(content)
+            }
         }
         running.withLock { running in
             if running[key] != nil { running[key]?.task = task }
         }
     }
 
+    /// Ends the gathering of the commits under way and waits for them, so that fetches that have
+    /// ended no longer hold their content (an eviction right after a read would find it in use).
+    func settleCommits() async {
+        let committing = running.withLock { running in running.values.filter(\.isCommitting).compactMap(\.task) }
+        commitWindow.hurry()
+        for task in committing { await task.value }
+    }
+
     /// Waits for every fetch in flight to end (each is bounded by the remote bound), so that what
-    /// they brought is recorded before the mount goes away.
+    /// they brought is recorded before the mount goes away. Commits stop gathering: they run now.
     func drain() async {
+        commitWindow.close()
         while let tasks = running.withLock({ running in running.isEmpty ? nil : running.values.compactMap(\.task) }) {
             if tasks.isEmpty {
                 try? await Task.sleep(for: .milliseconds(5))
@@ -180,17 +202,13 @@ final class ContentFetcher: Sendable {
         limiter.keepReserve(!quick)
     }
 
-    /// How long a commit waits for more fetches of the same content to end before it records
-    /// them all with one fsync and one transaction (DECISIONS 123).
-    static let commitGathering: Duration = .milliseconds(20)
-
     /// Records the landed blocks of `content` durably (fsync, then the store), once its fetch has
     /// ended and given its slot back: readers were woken as their bytes landed, and commits of
-    /// fetches that end within `commitGathering` of each other share one fsync and one
+    /// fetches that end within `commitWindow` of each other share one fsync and one
     /// transaction (DECISIONS 123). `drain` waits for it as for the fetch.
     private func commit(_ content: CachedContent) async {
         do {
-            try await cache.commit(content, gathering: Self.commitGathering)
+            try await cache.commit(content, window: commitWindow)
         } catch {
             logger.error("cannot record the cached blocks of \(content.identifier): \(error)")
         }

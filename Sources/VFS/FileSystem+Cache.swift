@@ -101,6 +101,7 @@ extension FileSystem {
     /// are refused and named.
     public func evict(_ inode: UInt64) async throws -> EvictionOutcome {
         var outcome = EvictionOutcome()
+        await fetcher.settleCommits()
         let open = openFiles.openItems
         for (stored, path) in try await store.subtree(of: inode) where stored.item.kind == .file {
             let record = nodes.record(InodeNumber(stored.inode)) ?? stored
