@@ -1,8 +1,8 @@
 // Pins and the bookkeeping of the bounded cache (DESIGN §5).
 //
-// A pin is a row per inode. Inheritance is kept by the database itself: triggers pin an item that
-// is stored, or moved, under a pinned folder, whoever stores it (a listing, a local creation, a
-// change from the remote). So "pinned" is a plain lookup, never a walk up the tree.
+// A pin is a row per inode. The writes that store or move an item pin it when its folder is pinned,
+// whoever stores it (a listing, a local creation, a change from the remote). So "pinned" is a
+// plain lookup, never a walk up the tree.
 
 import FileProviderKit
 import Foundation
@@ -11,6 +11,7 @@ import GRDB
 extension MetadataStore {
     static func registerCacheMigration(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v3-cache") { db in
+            // v5 drops the two triggers that pin new and moved items (DECISIONS 144).
             let underPinnedParent = """
                 EXISTS (SELECT 1 FROM pinned JOIN item AS parent ON parent.inode = pinned.inode
                         WHERE parent.identifier = NEW.parentIdentifier AND parent.inode != NEW.inode)
@@ -28,6 +29,38 @@ extension MetadataStore {
                     BEGIN DELETE FROM pinned WHERE inode = OLD.inode; END;
                     """)
         }
+    }
+
+    static func registerPinInheritanceMigration(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v5-pins-inherited-by-writes") { db in
+            // A row trigger ran for every item stored, pinned or not, and cost a listing about a
+            // third of its inserts (DECISIONS 144): `inheritPin` does its work in the writes.
+            try db.execute(
+                sql: """
+                    DROP TRIGGER pinned_inherited_by_new_items;
+                    DROP TRIGGER pinned_inherited_by_moved_items;
+                    """)
+        }
+    }
+
+    /// Whether anything is pinned: when nothing is, as is usual, storing an item skips `inheritPin`.
+    static func anythingPinned(in db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM pinned)")) ?? false
+    }
+
+    /// Pins the item `identifier` if its folder is pinned: called by every write that stores an
+    /// item or moves one, so that a pinned folder's pin reaches what is listed in it later, what is
+    /// made in it and what moves into it.
+    static func inheritPin(_ identifier: ItemIdentifier, in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT OR IGNORE INTO pinned (inode)
+                SELECT child.inode FROM item AS child
+                JOIN item AS parent ON parent.identifier = child.parentIdentifier AND parent.inode != child.inode
+                JOIN pinned ON pinned.inode = parent.inode
+                WHERE child.identifier = ?
+                """
+        ).execute(arguments: [identifier.rawValue])
     }
 
     /// The inode and every item below it that the store knows (a recursive walk of parents).

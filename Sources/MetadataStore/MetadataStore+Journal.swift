@@ -442,6 +442,9 @@ extension MetadataStore {
         arguments.append(Int64(inode))
         try db.cachedStatement(sql: "UPDATE item SET \(assignments.joined(separator: ", ")) WHERE inode = ?")
             .execute(arguments: StatementArguments(arguments))
+        if item.parentIdentifier != stored.parentIdentifier, try anythingPinned(in: db) {
+            try inheritPin(item.identifier, in: db)
+        }
     }
 
     static func journal(_ fields: ItemFields, inode: UInt64, in db: Database) throws {

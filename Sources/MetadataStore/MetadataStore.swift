@@ -188,6 +188,7 @@ public final class MetadataStore: Sendable {
             // given this modification time (nanoseconds since 1970) at the open; see markWriter.
             try db.execute(sql: "ALTER TABLE localContent ADD COLUMN writerMark INTEGER")
         }
+        registerPinInheritanceMigration(in: &migrator)
         return migrator
     }
 
@@ -233,12 +234,14 @@ public final class MetadataStore: Sendable {
     /// through a cursor and copied arguments was most of what storing a listing cost.
     static func store(_ items: some Sequence<Item>, in db: Database) throws {
         let statement = try db.cachedStatement(sql: storeSQL)
+        let anythingPinned = try anythingPinned(in: db)
         for item in items {
             // An item's extended attributes are stored under its inode.
             if item.extendedAttributes != nil {
                 _ = try upsert(item, in: db)
             } else {
                 try statement.execute(arguments: item.databaseArguments())
+                if anythingPinned { try inheritPin(item.identifier, in: db) }
             }
         }
     }
@@ -249,6 +252,7 @@ public final class MetadataStore: Sendable {
         let statement = try db.cachedStatement(sql: upsertSQL)
         let inode = try Int64.fetchOne(statement, arguments: try item.databaseArguments())
         guard let inode else { throw DatabaseError(message: "upsert returned no inode") }
+        if try anythingPinned(in: db) { try inheritPin(item.identifier, in: db) }
         if let attributes = item.extendedAttributes {
             try adoptRemoteAttributes(attributes, inode: UInt64(inode), in: db)
         }

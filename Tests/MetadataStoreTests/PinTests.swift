@@ -40,4 +40,36 @@ struct PinTests {
         try await store.unpin(inode: keep)
         for inode in [keep, a, later, outside] { #expect(try await !store.isPinned(inode: inode)) }
     }
+
+    @Test("a listing, a local creation and a local move into a pinned folder are pinned; elsewhere they are not")
+    func inheritanceByEveryWrite() async throws {
+        let store = try MetadataStore()
+        try await store.saveRoot(
+            Item(
+                identifier: .rootContainer, parentIdentifier: .rootContainer, filename: Filename(""),
+                kind: .directory, version: ItemVersion(content: "", metadata: "")))
+        let top = ItemIdentifier.rootContainer.rawValue
+        let stored = try await store.upsert([
+            item("keep", in: top, kind: .directory), item("other", in: top, kind: .directory), item("mover", in: top),
+        ])
+        let (keep, mover) = (stored[0].inode, stored[2])
+        try await store.pin(inode: keep)
+
+        try await store.storeListed([item("listed", in: "keep"), item("elsewhere", in: "other")])
+        #expect(
+            try await store.isPinned(
+                inode: try #require(await store.record(identifier: ItemIdentifier("listed"))).inode))
+        #expect(
+            try await !store.isPinned(
+                inode: try #require(await store.record(identifier: ItemIdentifier("elsewhere"))).inode))
+
+        let made = try #require(await store.insertLocalItem(item("made", in: "keep"), fields: .contents))
+        #expect(try await store.isPinned(inode: made.inode))
+
+        #expect(try await !store.isPinned(inode: mover.inode))
+        var moved = mover.item
+        moved.parentIdentifier = ItemIdentifier("keep")
+        try await store.saveLocalChange(moved, inode: mover.inode, fields: .parentIdentifier)
+        #expect(try await store.isPinned(inode: mover.inode), "an item moved here into a pinned folder")
+    }
 }
