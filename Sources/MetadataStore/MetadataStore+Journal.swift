@@ -432,16 +432,15 @@ extension MetadataStore {
         let new = try item.columnValues()
         let old = try stored.columnValues()
         var assignments: [String] = []
-        var arguments: [(any DatabaseValueConvertible)?] = []
-        for (index, column) in ItemRecord.columns.enumerated()
-        where (new[index]?.databaseValue ?? .null) != (old[index]?.databaseValue ?? .null) {
+        var arguments: [DatabaseValue] = []
+        for (index, column) in ItemRecord.columns.enumerated() where new[index] != old[index] {
             assignments.append("\(column) = ?")
             arguments.append(new[index])
         }
         guard !assignments.isEmpty else { return }
-        arguments.append(Int64(inode))
+        arguments.append(Int64(inode).databaseValue)
         try db.cachedStatement(sql: "UPDATE item SET \(assignments.joined(separator: ", ")) WHERE inode = ?")
-            .execute(arguments: StatementArguments(arguments))
+            .execute(arguments: StatementArguments(values: arguments))
         if item.parentIdentifier != stored.parentIdentifier, try anythingPinned(in: db) {
             try inheritPin(item.identifier, in: db)
         }

@@ -54,6 +54,39 @@ struct ListingStoreTests {
         #expect(again.filter { $0.item.filename != Filename("held") }.allSatisfy { $0.item.size == 2 })
     }
 
+    @Test("items stored many to a statement keep every column, their inodes, and their order among upserts")
+    func rowsPerStatement() async throws {
+        let store = try MetadataStore()
+        let count = MetadataStore.rowsPerStore * 2 + 5
+        var items = (0..<count).map { item("f\($0)", size: UInt64($0)) }
+        items[70].extendedAttributes = ["user.tag": Array("x".utf8)]
+        items[3].creationDate = Timestamp(nanosecondsSince1970: 1_234_567_891)
+        items[4].userInfo = ["etag": "\"e4\""]
+        items[5].symlinkTarget = Array("../t".utf8)
+        try await store.storeListed(items, transactionSize: count)
+        let stored = try await store.children(of: ItemIdentifier("dir"))
+        let byIdentifier = Dictionary(uniqueKeysWithValues: stored.map { ($0.identifier, $0) })
+        #expect(stored.count == count)
+        for item in items {
+            var expected = item
+            expected.extendedAttributes = nil
+            var got = try #require(byIdentifier[item.identifier]?.item)
+            got.extendedAttributes = nil
+            #expect(got == expected)
+        }
+        #expect(
+            try await store.userAttribute(
+                inode: try #require(byIdentifier[items[70].identifier]).inode, name: "user.tag") != nil)
+
+        // Stored again, changed: every item keeps its inode and takes its new values.
+        try await store.storeListed(
+            items.map {
+                var changed = $0; changed.size += 1000; return changed
+            })
+        let again = try await store.children(of: ItemIdentifier("dir"))
+        #expect(again.allSatisfy { byIdentifier[$0.identifier]?.inode == $0.inode && $0.item.size >= 1000 })
+    }
+
     @Test("a listing's last run ends it in its last transaction: vanished children go, the folder is complete")
     func completingListing() async throws {
         let store = try MetadataStore()
