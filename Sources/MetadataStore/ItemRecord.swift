@@ -28,20 +28,19 @@ extension ItemRecord: FetchableRecord {
             throw DatabaseError(message: "unknown item kind \(kindRaw)")
         }
         let creation: Int64? = row[6]
-        let symlinkTarget: Data? = row[12]
         self.inode = UInt64(row[0] as Int64)
         self.item = Item(
             identifier: ItemIdentifier(row[1] as String),
             parentIdentifier: ItemIdentifier(row[2] as String),
-            filename: Filename(bytes: Array(row[3] as Data)),
+            filename: Filename(bytes: (row[3] as BlobBytes).bytes),
             kind: kind,
             size: UInt64(row[5] as Int64),
             creationDate: creation.map { Timestamp(nanosecondsSince1970: $0) },
             contentModificationDate: Timestamp(nanosecondsSince1970: row[7]),
             permissions: UInt16(row[8] as Int64),
             capabilities: ItemCapabilities(rawValue: UInt32(row[9] as Int64)),
-            version: ItemVersion(content: Array(row[10] as Data), metadata: Array(row[11] as Data)),
-            symlinkTarget: symlinkTarget.map { Array($0) },
+            version: ItemVersion(content: (row[10] as BlobBytes).bytes, metadata: (row[11] as BlobBytes).bytes),
+            symlinkTarget: (row[12] as BlobBytes?)?.bytes,
             userInfo: userInfo
         )
     }

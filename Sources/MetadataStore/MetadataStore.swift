@@ -365,7 +365,7 @@ public final class MetadataStore: Sendable {
                 entries.append(
                     ChildEntry(
                         inode: UInt64(row[0] as Int64),
-                        filename: try row.withUnsafeData(atIndex: 1) { $0.map { Array($0) } ?? [] },
+                        filename: (row[1] as BlobBytes).bytes,
                         kind: kind,
                         folderIdentifier: kind == .directory ? ItemIdentifier(row[3] as String) : nil))
             }
