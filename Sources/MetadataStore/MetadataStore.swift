@@ -246,13 +246,10 @@ public final class MetadataStore: Sendable {
         batch.reserveCapacity(rowsPerStore)
         func storeBatch() throws {
             if batch.count == rowsPerStore {
-                var values: [DatabaseValue] = []
-                values.reserveCapacity(rowsPerStore * ItemRecord.columns.count)
-                for item in batch { values.append(contentsOf: try item.columnValues()) }
-                try db.cachedStatement(sql: storeRowsSQL).execute(arguments: StatementArguments(values: values))
+                try ItemBinding.execute(db.cachedStatement(sql: storeRowsSQL), binding: batch)
             } else {
                 let statement = try db.cachedStatement(sql: storeSQL)
-                for item in batch { try statement.execute(arguments: item.databaseArguments()) }
+                for item in batch { try ItemBinding.execute(statement, binding: CollectionOfOne(item)) }
             }
             if anythingPinned {
                 for item in batch { try inheritPin(item.identifier, in: db) }

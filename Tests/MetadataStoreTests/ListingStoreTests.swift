@@ -63,6 +63,8 @@ struct ListingStoreTests {
         items[3].creationDate = Timestamp(nanosecondsSince1970: 1_234_567_891)
         items[4].userInfo = ["etag": "\"e4\""]
         items[5].symlinkTarget = Array("../t".utf8)
+        items[6].version = ItemVersion(content: "", metadata: "")
+        items[count - 1].version = ItemVersion(content: "", metadata: "")
         try await store.storeListed(items, transactionSize: count)
         let stored = try await store.children(of: ItemIdentifier("dir"))
         let byIdentifier = Dictionary(uniqueKeysWithValues: stored.map { ($0.identifier, $0) })
