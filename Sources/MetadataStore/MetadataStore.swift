@@ -232,24 +232,27 @@ public final class MetadataStore: Sendable {
     private static let storeSQL = storeSQL(rows: 1)
     /// `storeSQL`, answering the item's inode.
     private static let upsertSQL = storeSQL + " RETURNING inode"
-    /// How many items `store` stores with one statement.
-    static let rowsPerStore = 64
-    private static let storeRowsSQL = storeSQL(rows: rowsPerStore)
+    /// The statements `store` runs, by how many items each stores, the most first: a batch runs
+    /// the largest that fit, so a folder of 100 items takes four runs (64, 16, 16 and 4).
+    private static let storeStatements = [64, 16, 4, 1].map { (rows: $0, sql: storeSQL(rows: $0)) }
+    /// The most items `store` stores with one statement.
+    static let rowsPerStore = storeStatements[0].rows
 
     /// Upserts `items` where no one needs their inodes (a listing's items), without a cursor and
-    /// `rowsPerStore` to a statement. Each run of an insert opens the cursors of the table and its
-    /// indexes and reads and writes the AUTOINCREMENT counter, which cost a one-row insert more
-    /// than its row did (DECISIONS 145).
+    /// many to a statement. Each run of an insert opens the cursors of the table and its indexes
+    /// and reads and writes the AUTOINCREMENT counter, which cost a one-row insert more than its
+    /// row did (DECISIONS 145).
     static func store(_ items: some Sequence<Item>, in db: Database) throws {
         let anythingPinned = try anythingPinned(in: db)
         var batch: [Item] = []
         batch.reserveCapacity(rowsPerStore)
         func storeBatch() throws {
-            if batch.count == rowsPerStore {
-                try ItemBinding.execute(db.cachedStatement(sql: storeRowsSQL), binding: batch)
-            } else {
-                let statement = try db.cachedStatement(sql: storeSQL)
-                for item in batch { try ItemBinding.execute(statement, binding: CollectionOfOne(item)) }
+            var start = 0
+            for (rows, sql) in storeStatements {
+                while batch.count - start >= rows {
+                    try ItemBinding.execute(db.cachedStatement(sql: sql), binding: batch[start..<start + rows])
+                    start += rows
+                }
             }
             if anythingPinned {
                 for item in batch { try inheritPin(item.identifier, in: db) }
