@@ -67,8 +67,9 @@ extension Item {
 }
 
 extension StatementArguments {
-    /// Positional arguments. GRDB's initializer for values of one concrete type reads each through
-    /// a key path, unspecialized, which cost a listing's inserts more than binding the values.
+    /// Positional arguments, for the writes of one item (`upsert`, `update`). GRDB's initializer
+    /// for values of one concrete type reads each through a key path, unspecialized, which cost
+    /// more than binding the values (DECISIONS 145).
     init(values: [DatabaseValue]) {
         self.init(values.map { $0 as (any DatabaseValueConvertible)? })
     }
