@@ -341,6 +341,17 @@ struct XMLPullParser {
 
     /// The index of the `>` closing a tag that starts before `from`, skipping quoted values.
     private static func tagEnd(in input: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        // Most tags of a multistatus have no attributes: the first `>` ends them, found by memchr
+        // rather than a byte at a time, unless a quote comes before it.
+        let start = input.baseAddress! + from
+        let gt = UInt8(ascii: ">")
+        guard let found = memchr(start, Int32(gt), input.count - from) else { return nil }
+        let length = UnsafeRawPointer(start).distance(to: found)
+        if memchr(start, Int32(UInt8(ascii: "\"")), length) == nil,
+            memchr(start, Int32(UInt8(ascii: "'")), length) == nil
+        {
+            return from + length
+        }
         var quote: UInt8?
         var index = from
         while index < input.count {
