@@ -84,6 +84,76 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
     }
 
+    /// A reader that keeps up gets the whole listing from memory: no file is written.
+    @Test func aListingWithinTheMemoryBudgetNeverTouchesTheDisk() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let items = Self.items(5000)
+        let spools = ListingSpools(directory: directory)
+        var spool = ListingSpool(in: spools)
+        for item in items { try await spool.append(item) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        try await spool.finish()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        var page: EnumerationPage? = try spool.firstPage
+        var read: [Item] = []
+        while let token = page {
+            let result = try await spools.page(token, limit: 1000)
+            read += result.items
+            page = result.nextPage
+        }
+        #expect(read == items)
+    }
+
+    /// Past the memory budget the rest of a listing goes to the file, and the reader gets the
+    /// memory part, then the file, in the order the items came; a page read again after the next
+    /// one was asked for has expired.
+    @Test func aListingPastTheMemoryBudgetGoesOnOnDiskInOrder() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let items = Self.items(6000)
+        let spools = ListingSpools(directory: directory, memoryBudget: 400_000)
+        var spool = ListingSpool(in: spools)
+        for item in items { try await spool.append(item) }
+        try await spool.finish()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 1)
+        let first = try spool.firstPage
+        var page: EnumerationPage? = first
+        var read: [Item] = []
+        var tokens: [String] = []
+        while let token = page {
+            let result = try await spools.page(token, limit: 700)
+            read += result.items
+            tokens.append(String(decoding: token.bytes, as: UTF8.self))
+            page = result.nextPage
+        }
+        #expect(read == items)
+        #expect(tokens.contains { $0.contains(":m") } && tokens.contains { !$0.contains(":m") })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        await #expect(throws: ProviderError.pageExpired) {
+            _ = try await spools.page(first, limit: 10)
+        }
+    }
+
+    /// A finished listing whose reader gave up is forgotten when the next one begins, once it
+    /// has gone unread for `abandonedAfter`; its token then expires.
+    @Test func aListingItsReaderAbandonedIsForgotten() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let spools = ListingSpools(directory: directory, abandonedAfter: .milliseconds(50))
+        var abandoned = ListingSpool(in: spools)
+        for item in Self.items(2000) { try await abandoned.append(item) }
+        try await abandoned.finish()
+        try await Task.sleep(for: .milliseconds(100))
+        _ = ListingSpool(in: spools)
+        await #expect(throws: ProviderError.pageExpired) {
+            _ = try await spools.page(try abandoned.firstPage, limit: 10)
+        }
+    }
+
     @Test func aListingThatBreaksOffFailsItsReaderWithTheSameError() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
