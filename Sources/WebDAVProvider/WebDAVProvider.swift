@@ -260,8 +260,9 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
             throw WebDAVClient.error(for: response.status, path: folder, method: request.method)
         }
         var sawFolder = false
+        var hrefs = ListingHrefs(client: client)
         try await readMultistatus(response, doing: "listing \(folder)") { entry in
-            guard let path = client.path(ofHref: entry.href), path.isWithin(folder),
+            guard let path = hrefs.path(ofHref: entry.href), path.isWithin(folder),
                 path.components.count <= folder.components.count + 1
             else {
                 throw ProviderError.cannotSynchronize(

@@ -42,4 +42,23 @@ import Testing
         )
         await client.shutdown()
     }
+
+    /// A listing's hrefs read one after the other give the paths the client gives each alone,
+    /// whatever the href before them was.
+    @Test func aListingsHrefsGiveTheClientsPaths() async throws {
+        let client = try WebDAVClient(
+            configuration: .init(url: URL(string: "http://127.0.0.1:8080/my%20dav/")!))
+        let hrefs = [
+            "/my%20dav/", "/my%20dav/a/", "/my%20dav/a/x", "/my%20dav/a/y%20z", "/my dav/a/caf\u{E9}",
+            "/my%20dav/a/caf%C3%A9/", "/my%20dav/a/..", "/my%20dav/a/.", "/my%20dav/a//", "/my%20dav/a/%2F",
+            "/my%20dav/a/%zz", "/my%20dav/b/x", "/my%20dav", "/my%20dav/a/b?x=1", "http://127.0.0.1:8080/my%20dav/a/x",
+            "http://elsewhere/my%20dav/a/x", "/other/a", "/other/b", "/", "//", "/my%20dav/a//b", "/my%20dav/a/x/",
+            "x", "",
+        ]
+        var listing = ListingHrefs(client: client)
+        for href in hrefs + hrefs.reversed() {
+            #expect(listing.path(ofHref: href) == client.path(ofHref: href), "\(href)")
+        }
+        await client.shutdown()
+    }
 }
