@@ -28,27 +28,41 @@ import Testing
         }
     }
 
-    @Test func itemsComeBackPageByPageAsTheyWentInAndTheFileGoesWithTheLastPage() async throws {
+    /// Every page from `first` on, read `limit` at a time: the items, and the token of each page.
+    static func readAll(from first: EnumerationPage, in spools: ListingSpools, limit: Int = 1000) async throws
+        -> (items: [Item], tokens: [String])
+    {
+        var page: EnumerationPage? = first
+        var read: [Item] = []
+        var tokens: [String] = []
+        while let token = page {
+            let result = try await spools.page(token, limit: limit)
+            read += result.items
+            tokens.append(String(decoding: token.bytes, as: UTF8.self))
+            page = result.nextPage
+        }
+        return (read, tokens)
+    }
+
+    /// Items come back page by page in the order they went in: from memory within the budget
+    /// (no file is written), from memory and then the file past it. The spool goes with its last
+    /// page, and a page asked for again after the next one has expired.
+    @Test(arguments: [16 << 20, 400_000])
+    func itemsComeBackPageByPageAsTheyWentIn(memoryBudget: Int) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let items = Self.items(2500)
-        let spools = ListingSpools(directory: directory)
+        let items = Self.items(6000)
+        let spools = ListingSpools(directory: directory, memoryBudget: memoryBudget)
         var spool = ListingSpool(in: spools)
         for item in items { try await spool.append(item) }
         try await spool.finish()
+        let spillsToDisk = memoryBudget < 1 << 20
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == (spillsToDisk ? 1 : 0))
         let first = try spool.firstPage
-        var page: EnumerationPage? = first
-        var read: [Item] = []
-        var pages = 0
-        while let token = page {
-            let result = try await spools.page(token, limit: 1000)
-            read += result.items
-            page = result.nextPage
-            pages += 1
-        }
-        #expect(pages == 3)
+        let (read, tokens) = try await Self.readAll(from: first, in: spools, limit: 700)
         #expect(read == items)
+        #expect(tokens.allSatisfy { $0.contains(":m") } == !spillsToDisk)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
         await #expect(throws: ProviderError.pageExpired) {
             _ = try await spools.page(first, limit: 10)
@@ -65,16 +79,7 @@ import Testing
         let spools = ListingSpools(directory: directory)
         var spool = ListingSpool(in: spools)
         let first = try spool.firstPage
-        let reader = Task {
-            var page: EnumerationPage? = first
-            var read: [Item] = []
-            while let token = page {
-                let result = try await spools.page(token, limit: 1000)
-                read += result.items
-                page = result.nextPage
-            }
-            return read
-        }
+        let reader = Task { try await Self.readAll(from: first, in: spools).items }
         for (index, item) in items.enumerated() {
             try await spool.append(item)
             if index % 5000 == 0 { try await Task.sleep(for: .milliseconds(20)) }
@@ -82,59 +87,6 @@ import Testing
         try await spool.finish()
         #expect(try await reader.value == items)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
-    }
-
-    /// A reader that keeps up gets the whole listing from memory: no file is written.
-    @Test func aListingWithinTheMemoryBudgetNeverTouchesTheDisk() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let items = Self.items(5000)
-        let spools = ListingSpools(directory: directory)
-        var spool = ListingSpool(in: spools)
-        for item in items { try await spool.append(item) }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
-        try await spool.finish()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
-        var page: EnumerationPage? = try spool.firstPage
-        var read: [Item] = []
-        while let token = page {
-            let result = try await spools.page(token, limit: 1000)
-            read += result.items
-            page = result.nextPage
-        }
-        #expect(read == items)
-    }
-
-    /// Past the memory budget the rest of a listing goes to the file, and the reader gets the
-    /// memory part, then the file, in the order the items came; a page read again after the next
-    /// one was asked for has expired.
-    @Test func aListingPastTheMemoryBudgetGoesOnOnDiskInOrder() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let items = Self.items(6000)
-        let spools = ListingSpools(directory: directory, memoryBudget: 400_000)
-        var spool = ListingSpool(in: spools)
-        for item in items { try await spool.append(item) }
-        try await spool.finish()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 1)
-        let first = try spool.firstPage
-        var page: EnumerationPage? = first
-        var read: [Item] = []
-        var tokens: [String] = []
-        while let token = page {
-            let result = try await spools.page(token, limit: 700)
-            read += result.items
-            tokens.append(String(decoding: token.bytes, as: UTF8.self))
-            page = result.nextPage
-        }
-        #expect(read == items)
-        #expect(tokens.contains { $0.contains(":m") } && tokens.contains { !$0.contains(":m") })
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
-        await #expect(throws: ProviderError.pageExpired) {
-            _ = try await spools.page(first, limit: 10)
-        }
     }
 
     /// A finished listing whose reader gave up is forgotten when the next one begins, once it
