@@ -286,7 +286,7 @@ public final class MetadataStore: Sendable {
     }
 
     public func record(inode: UInt64) async throws -> ItemRecord? {
-        try await database.read { db in
+        try await readStatement { db in
             try ItemRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
         }
@@ -301,16 +301,16 @@ public final class MetadataStore: Sendable {
     }
 
     public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
-        try await database.read { db in
+        try await readStatement { db in
             try ItemRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"),
-                arguments: [try Self.resolve(identifier, in: db)])
+                db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = \(Self.resolvedFirst)"),
+                arguments: [identifier.rawValue])
         }
     }
 
     /// The child of `parent` called `name`, if the store knows one.
     public func child(of parent: ItemIdentifier, named name: Filename) async throws -> ItemRecord? {
-        try await database.read { db in try Self.child(of: parent, named: name, in: db) }
+        try await readStatement { db in try Self.child(of: parent, named: name, in: db) }
     }
 
     /// `child(of:named:)` read on the calling thread, which it blocks for the read: for the FUSE
@@ -327,23 +327,33 @@ public final class MetadataStore: Sendable {
             db.cachedStatement(
                 sql: """
                     SELECT * FROM item
-                    WHERE parentIdentifier = coalesce((SELECT remote FROM identifierAlias WHERE local = ?1), ?1)
-                    AND filename = ?2
+                    WHERE parentIdentifier = \(resolvedFirst) AND filename = ?2
                     """),
             arguments: [parent.rawValue, Data(name.bytes)])
     }
 
-    /// Picks a folder's children in name order (bytewise); the folder's identifier is bound twice,
-    /// since the root is its own parent. One clause, so that `children(of:)` and
+    /// The identifier bound first (`?1`), as `resolve` resolves it: one statement can then read
+    /// what `resolve` and a query read.
+    static let resolvedFirst = "coalesce((SELECT remote FROM identifierAlias WHERE local = ?1), ?1)"
+
+    /// Runs `value`, a read of one statement, on a reader of the pool without GRDB's transaction:
+    /// one statement is its own snapshot, and the BEGIN and COMMIT around it, prepared anew each
+    /// time, cost a folder's reads in a cold walk about as much as the reads (DECISIONS 150).
+    func readStatement<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await database.unsafeRead(value)
+    }
+
+    /// Picks the children of the folder bound first in name order (bytewise), not the folder
+    /// itself, since the root is its own parent. One clause, so that `children(of:)` and
     /// `childEntries(of:)` list in the same order, as the kernel listing's digest needs.
-    private static let childrenInOrder = "WHERE parentIdentifier = ? AND identifier != ? ORDER BY filename"
+    private static let childrenInOrder =
+        "WHERE parentIdentifier = \(resolvedFirst) AND identifier != \(resolvedFirst) ORDER BY filename"
 
     /// The children of `parent` the store knows, in name order (bytewise).
     public func children(of parent: ItemIdentifier) async throws -> [ItemRecord] {
-        try await database.read { db in
+        try await readStatement { db in
             try ItemRecord.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM item " + Self.childrenInOrder),
-                arguments: [try Self.resolve(parent, in: db), try Self.resolve(parent, in: db)])
+                db.cachedStatement(sql: "SELECT * FROM item " + Self.childrenInOrder), arguments: [parent.rawValue])
         }
     }
 
@@ -351,11 +361,10 @@ public final class MetadataStore: Sendable {
     /// kernel's cached listing still holds needs only these, and reading them costs a fraction of
     /// whole records (DECISIONS 112).
     public func childEntries(of parent: ItemIdentifier) async throws -> [ChildEntry] {
-        try await database.read { db in
-            let resolved = try Self.resolve(parent, in: db)
+        try await readStatement { db in
             let rows = try Row.fetchCursor(
                 db.cachedStatement(sql: "SELECT inode, filename, kind, identifier FROM item " + Self.childrenInOrder),
-                arguments: [resolved, resolved])
+                arguments: [parent.rawValue])
             var entries: [ChildEntry] = []
             while let row = try rows.next() {
                 let kindRaw: UInt8 = row[2]
@@ -382,10 +391,10 @@ public final class MetadataStore: Sendable {
 
     /// Whether the store holds a listing of `directory`, and whether it is to be refreshed.
     public func listingState(of directory: ItemIdentifier) async throws -> ListingState {
-        try await database.read { db in
+        try await readStatement { db in
             let value = try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT isComplete FROM directory WHERE identifier = ?"),
-                arguments: [try Self.resolve(directory, in: db)])
+                db.cachedStatement(sql: "SELECT isComplete FROM directory WHERE identifier = \(Self.resolvedFirst)"),
+                arguments: [directory.rawValue])
             return ListingState(rawValue: value ?? 0) ?? .unlisted
         }
     }

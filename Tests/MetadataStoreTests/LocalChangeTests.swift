@@ -36,4 +36,33 @@ struct LocalChangeTests {
         #expect(try await store.child(of: folder, named: Filename("b"))?.inode == stored.inode)
         #expect(try await store.child(of: folder, named: Filename("a")) == nil)
     }
+
+    @Test("a folder created here is still found by its local identifier once it has the remote's")
+    func readsResolveALocalIdentifierAfterTheCreationIsSent() async throws {
+        let store = try MetadataStore()
+        let local = ItemIdentifier("fpfs-local-1")
+        let folder = try #require(
+            try await store.insertLocalItem(
+                Item(
+                    identifier: local, parentIdentifier: .rootContainer, filename: Filename("new"), kind: .directory,
+                    size: 0, version: ItemVersion(content: "", metadata: "")),
+                fields: [.contents, .filename]))
+        let child = try #require(
+            try await store.insertLocalItem(
+                Item(
+                    identifier: ItemIdentifier("fpfs-local-2"), parentIdentifier: local, filename: Filename("a"),
+                    kind: .file, size: 0, version: ItemVersion(content: "", metadata: "")),
+                fields: [.contents, .filename]))
+        var remote = folder.item
+        remote.identifier = ItemIdentifier("/new")
+        remote.version = ItemVersion(content: "1", metadata: "1")
+        #expect(try await store.completeCreation(inode: folder.inode, localIdentifier: local, remote: remote))
+        // Every read of a folder by identifier resolves the old one, in the one statement it runs.
+        #expect(try await store.record(identifier: local)?.inode == folder.inode)
+        #expect(try await store.listingState(of: local) == .complete)
+        #expect(try await store.children(of: local).map(\.inode) == [child.inode])
+        #expect(try await store.childEntries(of: local).map(\.inode) == [child.inode])
+        #expect(try await store.child(of: local, named: Filename("a"))?.inode == child.inode)
+        #expect(try store.childNow(of: local, named: Filename("a"))?.inode == child.inode)
+    }
 }
