@@ -182,10 +182,23 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     /// The properties of an item a PROPFIND or REPORT asks for: just what an `Item` needs.
     static let itemProperties = """
         <d:resourcetype/><d:getcontentlength/><d:getetag/><d:getlastmodified/><d:creationdate/><oc:fileid/>\
-        <x:\(ExtendedAttributes.property) xmlns:x="\(ExtendedAttributes.namespace)"/>
+        \(extendedAttributesProperty)
         """
+    static let extendedAttributesProperty =
+        "<x:\(ExtendedAttributes.property) xmlns:x=\"\(ExtendedAttributes.namespace)\"/>"
 
     static let propfindBody = propfindBody(asking: itemProperties)
+    /// The same without `oc:fileid`, for a server known to give none.
+    static let propfindBodyWithoutFileIDs = propfindBody(
+        asking: "<d:resourcetype/><d:getcontentlength/><d:getetag/><d:getlastmodified/><d:creationdate/>"
+            + extendedAttributesProperty)
+
+    /// What a PROPFIND of items asks for. Once the root's answer showed that the server gives no
+    /// `oc:fileid`, it is no longer asked for: a dead property the server keeps none of still
+    /// costs Apache a lookup per item and the answer a `404` propstat per item (DECISIONS 151).
+    var itemPropfindBody: ByteBuffer {
+        learned.withLock { $0?.usesFileIDs } == false ? Self.propfindBodyWithoutFileIDs : Self.propfindBody
+    }
     /// The root's PROPFIND asks also what the server offers, and where it stands.
     static let rootPropfindBody = propfindBody(asking: itemProperties + "<d:supported-report-set/><d:sync-token/>")
 
@@ -197,7 +210,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
                 """)
     }
 
-    func propfindRequest(_ path: RemotePath, depth: Int, isCollection: Bool, body: ByteBuffer = propfindBody)
+    func propfindRequest(_ path: RemotePath, depth: Int, isCollection: Bool, body: ByteBuffer)
         -> WebDAVClient.Request
     {
         WebDAVClient.Request(
@@ -209,7 +222,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     /// The item at `path` now, by `PROPFIND Depth: 0`; `parent` is its folder's identifier when
     /// the caller knows it.
     func properties(of path: RemotePath, parent: ItemIdentifier? = nil) async throws -> Item {
-        let entry = try await propfind(path, body: Self.propfindBody)
+        let entry = try await propfind(path, body: itemPropfindBody)
         let item = try await item(described: entry, at: path, parent: parent)
         try await fileIDs.flush()
         return item
@@ -253,7 +266,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     func listChildren(
         of folder: RemotePath, identifier: ItemIdentifier, each: (Item, RemotePath) async throws -> Void
     ) async throws {
-        let request = propfindRequest(folder, depth: 1, isCollection: true)
+        let request = propfindRequest(folder, depth: 1, isCollection: true, body: itemPropfindBody)
         let response = try await client.send(request)
         guard response.status.code == 207 else {
             await response.discardBody()
