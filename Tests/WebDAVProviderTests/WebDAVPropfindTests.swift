@@ -13,16 +13,11 @@ import Testing
     /// (nextcloud-webdav.py) is still asked, and its items keep them as identifiers.
     @Test(arguments: [WebDAVTestServer.Kind.apache, .nextcloud])
     func listingsAskForFileIDsOnlyOfAServerThatGivesThem(_ kind: WebDAVTestServer.Kind) async throws {
-        let folder = try ServedFolder()
-        defer { folder.remove() }
-        try FileManager.default.createDirectory(
-            at: folder.url.appending(path: "many"), withIntermediateDirectories: true)
-        for index in 0..<50 {
-            try "x".write(to: folder.url.appending(path: "many/file-\(index)"), atomically: false, encoding: .utf8)
+        let (folder, server) = try await Self.serve(kind, filesIn: "many", count: 50)
+        defer {
+            server.stop()
+            folder.remove()
         }
-        try folder.openToServer()
-        let server = try await WebDAVTestServer.start(kind, serving: folder.url)
-        defer { server.stop() }
         let provider = try WebDAVProvider(configuration: .init(url: server.url))
         let outcome = await Result {
             let many = try await provider.enumerator(for: .rootContainer)
@@ -55,6 +50,25 @@ import Testing
         #expect(body.contains("fileid") == (kind == .nextcloud), "\(body)")
         if kind == .nextcloud {
             #expect(items.allSatisfy { Int($0.identifier.rawValue) != nil }, "fileids as identifiers")
+        }
+    }
+
+    /// A `kind` server over a new folder holding `count` one-byte files in the folder `name`.
+    static func serve(_ kind: WebDAVTestServer.Kind, filesIn name: String, count: Int) async throws
+        -> (ServedFolder, WebDAVTestServer)
+    {
+        let folder = try ServedFolder()
+        do {
+            let files = folder.url.appending(path: name)
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            for index in 0..<count {
+                try "x".write(to: files.appending(path: "file-\(index)"), atomically: false, encoding: .utf8)
+            }
+            try folder.openToServer()
+            return (folder, try await WebDAVTestServer.start(kind, serving: folder.url))
+        } catch {
+            folder.remove()
+            throw error
         }
     }
 }
