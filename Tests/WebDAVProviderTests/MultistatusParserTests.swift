@@ -80,6 +80,25 @@ import Testing
         }
     }
 
+    /// White space between a value's pieces is kept, and only around the value dropped, fed
+    /// whole or a byte at a time.
+    @Test(arguments: [1, 1 << 20])
+    func aValueInPiecesKeepsTheWhiteSpaceBetweenThem(chunkSize: Int) throws {
+        let answer = """
+            <d:multistatus xmlns:d="DAV:"><d:response> <d:href>
+             /dav/a%20b </d:href><d:propstat> <d:prop>
+            <d:getetag> <![CDATA["a]]> <![CDATA[b"]]> </d:getetag><d:getlastmodified> &#32;x &amp; y
+            </d:getlastmodified></d:prop><d:status> HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>
+            """
+        var parser = MultistatusParser()
+        var responses: [MultistatusParser.Response] = []
+        for chunk in Array(answer.utf8).chunked(into: chunkSize) { responses += try parser.feed(chunk) }
+        try parser.finish()
+        #expect(responses.map(\.href) == ["/dav/a%20b"])
+        #expect(responses.first?.etag == "\"a b\"")
+        #expect(responses.first?.lastModified == "x & y")
+    }
+
     @Test func refusesAnAnswerThatIsNotAMultistatus() {
         var parser = MultistatusParser()
         #expect(throws: XMLPullParser.Malformed.self) { _ = try parser.feed(Array("<html><body/></html>".utf8)) }
