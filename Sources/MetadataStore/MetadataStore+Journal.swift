@@ -410,9 +410,7 @@ extension MetadataStore {
     /// The identifier an item has now: a local one the remote has replaced resolves to the
     /// remote's, so an operation that read a record just before the replacement still works.
     static func resolve(_ identifier: ItemIdentifier, in db: Database) throws -> String {
-        try String.fetchOne(
-            db.cachedStatement(sql: "SELECT remote FROM identifierAlias WHERE local = ?"),
-            arguments: [identifier.rawValue])
+        try String.fetchOne(db.cachedStatement(sql: "SELECT \(resolvedFirst)"), arguments: [identifier.rawValue])
             ?? identifier.rawValue
     }
 

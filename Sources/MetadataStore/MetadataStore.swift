@@ -332,8 +332,8 @@ public final class MetadataStore: Sendable {
             arguments: [parent.rawValue, Data(name.bytes)])
     }
 
-    /// The identifier bound first (`?1`), as `resolve` resolves it: one statement can then read
-    /// what `resolve` and a query read.
+    /// The identifier bound first (`?1`), resolved through its alias if it has one: `resolve`
+    /// selects it, and a query that holds it reads in one statement what took two.
     static let resolvedFirst = "coalesce((SELECT remote FROM identifierAlias WHERE local = ?1), ?1)"
 
     /// Runs `value`, a read of one statement, on a reader of the pool without GRDB's transaction:
