@@ -48,6 +48,9 @@ public protocol FileSystemOperations: Sendable {
         inode: InodeNumber, handle: FileHandle, offset: UInt64, into buffer: inout DirectoryBuffer,
         context: RequestContext
     ) async throws
+    /// A readdir answered on the session thread, as `lookupNow`; false (with `buffer` left empty)
+    /// hands it to `readdir`.
+    func readdirNow(inode: InodeNumber, handle: FileHandle, offset: UInt64, into buffer: inout DirectoryBuffer) -> Bool
     func releasedir(inode: InodeNumber, handle: FileHandle) async throws
     /// A releasedir answered on the session thread, as `lookupNow`; false hands it to `releasedir`.
     func releasedirNow(inode: InodeNumber, handle: FileHandle) -> Bool
@@ -119,6 +122,9 @@ extension FileSystemOperations {
     public func flushNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
     public func releaseNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
     public func opendirNow(inode: InodeNumber) -> OpenReply? { nil }
+    public func readdirNow(inode: InodeNumber, handle: FileHandle, offset: UInt64, into buffer: inout DirectoryBuffer)
+        -> Bool
+    { false }
     public func releasedirNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
     public func shutdown() async {}
 

@@ -434,13 +434,17 @@ private func readdir(
     _ info: UnsafeMutablePointer<fuse_file_info>?, isPlus: Bool
 ) {
     let handle = handle(info)
+    let position = UInt64(bitPattern: Int64(offset))
+    var now = DirectoryBuffer(capacity: size, isPlus: isPlus)
+    let filled = FuseRequest(raw).session.operations.readdirNow(
+        inode: inode(ino), handle: handle, offset: position, into: &now)
+    if answered(raw, filled ? now : nil, reply: { $0.directory($1) }) { return }
     respond(
         raw,
         { operations, context in
             var buffer = DirectoryBuffer(capacity: size, isPlus: isPlus)
             try await operations.readdir(
-                inode: inode(ino), handle: handle, offset: UInt64(bitPattern: Int64(offset)), into: &buffer,
-                context: context)
+                inode: inode(ino), handle: handle, offset: position, into: &buffer, context: context)
             return buffer
         }
     ) { (answer: consuming Reply, buffer: DirectoryBuffer) in answer.directory(buffer) }

@@ -301,11 +301,18 @@ public final class MetadataStore: Sendable {
     }
 
     public func record(identifier: ItemIdentifier) async throws -> ItemRecord? {
-        try await readStatement { db in
-            try ItemRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = \(Self.resolvedFirst)"),
-                arguments: [identifier.rawValue])
-        }
+        try await readStatement { db in try Self.record(identifier: identifier, in: db) }
+    }
+
+    /// `record(identifier:)` read on the calling thread, as `childNow`.
+    public func recordNow(identifier: ItemIdentifier) throws -> ItemRecord? {
+        try sessionReader.unsafeRead { db in try Self.record(identifier: identifier, in: db) }
+    }
+
+    private static func record(identifier: ItemIdentifier, in db: Database) throws -> ItemRecord? {
+        try ItemRecord.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = \(resolvedFirst)"),
+            arguments: [identifier.rawValue])
     }
 
     /// The child of `parent` called `name`, if the store knows one.
@@ -355,6 +362,17 @@ public final class MetadataStore: Sendable {
             try ItemRecord.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM item " + Self.childrenInOrder), arguments: [parent.rawValue])
         }
+    }
+
+    /// `children(of:)` read on the calling thread, as `childNow`, when `parent` has at most
+    /// `limit` children; nil otherwise, so that a long folder never holds that thread long.
+    public func childrenNow(of parent: ItemIdentifier, atMost limit: Int) throws -> [ItemRecord]? {
+        let children = try sessionReader.unsafeRead { db in
+            try ItemRecord.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM item " + Self.childrenInOrder + " LIMIT ?2"),
+                arguments: [parent.rawValue, limit + 1])
+        }
+        return children.count > limit ? nil : children
     }
 
     /// The entries of `parent`'s children, in the order of `children(of:)`. Checking whether the

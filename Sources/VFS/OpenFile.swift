@@ -116,6 +116,13 @@ struct DirectoryListing: Sendable {
     let children: [ItemRecord]
     let digest: Int
     let generation: UInt64
+
+    init(of directory: ItemRecord, parent: ItemRecord, children: [ItemRecord], generation: UInt64) {
+        self.parent = parent
+        self.children = children
+        self.digest = KernelListings.digest(directory: directory, parent: parent, children: children)
+        self.generation = generation
+    }
 }
 
 /// One open directory handle. Its listing is read once, at opendir, or, when the kernel keeps
@@ -133,7 +140,7 @@ final class OpenDirectory: Sendable {
     /// The handle's listing, read with `read` the first time. (The kernel sends one readdir of a
     /// handle at a time.)
     func listing(read: () async throws -> DirectoryListing) async throws -> DirectoryListing {
-        if let listing = loaded.withLock({ $0 }) { return listing }
+        if let listing = heldListing { return listing }
         let listing = try await read()
         return loaded.withLock { loaded in
             if let earlier = loaded { return earlier }
@@ -141,6 +148,9 @@ final class OpenDirectory: Sendable {
             return listing
         }
     }
+
+    /// The handle's listing if it has been read.
+    var heldListing: DirectoryListing? { loaded.withLock { $0 } }
 }
 
 /// Open handles by number.

@@ -60,6 +60,10 @@ struct KernelListingTests {
         let kept = try #require(vfs.fileSystem.opendirNow(inode: docs))
         #expect(kept.keepCache && kept.cacheDirectory)
         var buffer = DirectoryBuffer(capacity: 4096, isPlus: false)
+        #expect(
+            !vfs.fileSystem.readdirNow(inode: docs, handle: kept.handle, offset: 0, into: &buffer)
+                && buffer.items.isEmpty,
+            "a kept listing's handle has read nothing: the task reads it")
         try await vfs.fileSystem.readdir(
             inode: docs, handle: kept.handle, offset: 0, into: &buffer, context: vfs.context)
         #expect(!buffer.items.isEmpty, "the handle reads the listing should the kernel ask")
@@ -70,6 +74,34 @@ struct KernelListingTests {
         let (reply, names) = try await openAndRead(vfs, docs)
         #expect(!reply.keepCache && names.contains("new.txt"))
         #expect(vfs.fileSystem.opendirNow(inode: docs)?.keepCache == true)
+    }
+
+    @Test func aListedFolderTheKernelHoldsNothingOfIsOpenedAndReadOnTheSessionThread() async throws {
+        let remote = try InMemoryProvider.docs()
+        for index in 0...FileSystem.childrenReadOnSessionThread { _ = try remote.addFile(path: "long/f\(index)") }
+        let vfs = try await VFSHarness.make(provider: remote)
+        let docs = try await vfs.resolve("docs").inode
+        _ = try await vfs.resolve("docs/readme.txt")  // lists docs, as listing ahead would
+
+        let opened = try #require(vfs.fileSystem.opendirNow(inode: docs))
+        #expect(opened.cacheDirectory && !opened.keepCache)
+        var names: [String] = []
+        var offset: UInt64 = 0
+        while true {
+            var buffer = DirectoryBuffer(capacity: 200, isPlus: true)  // two entries at a time
+            #expect(vfs.fileSystem.readdirNow(inode: docs, handle: opened.handle, offset: offset, into: &buffer))
+            guard let last = buffer.items.last else { break }
+            names += buffer.items.map { String(decoding: $0.name, as: UTF8.self) }
+            offset = last.nextOffset
+        }
+        #expect(names == [".", "..", "other.txt", "readme.txt"])
+        #expect(vfs.fileSystem.releasedirNow(inode: docs, handle: opened.handle))
+        #expect(try await openAndRead(vfs, docs).0.keepCache, "the kernel keeps what the session thread gave it")
+
+        let long = try await vfs.resolve("long").inode
+        _ = try await vfs.resolve("long/f0")
+        #expect(vfs.fileSystem.opendirNow(inode: long) == nil, "a long listing is read by the task")
+        #expect(try await vfs.list(long).count == FileSystem.childrenReadOnSessionThread + 3)
     }
 
     @Test func aRemoteChangeDropsTheCachedListing() async throws {
