@@ -88,7 +88,7 @@ struct KernelListingTests {
         var names: [String] = []
         var offset: UInt64 = 0
         while true {
-            var buffer = DirectoryBuffer(capacity: 200, isPlus: true)  // two entries at a time
+            var buffer = DirectoryBuffer(capacity: 200, isPlus: true)  // one entry at a time
             #expect(vfs.fileSystem.readdirNow(inode: docs, handle: opened.handle, offset: offset, into: &buffer))
             guard let last = buffer.items.last else { break }
             names += buffer.items.map { String(decoding: $0.name, as: UTF8.self) }
