@@ -538,7 +538,8 @@ def timed(label, action, passes=1):
     print(label, passes * count / (time.perf_counter() - start))
 timed("create", lambda i: os.close(os.open(names[i], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)))
 timed("stat", lambda i: os.stat(names[i]))
-# A pass of cached stats takes tens of milliseconds, well inside this machine's noise: five.
+# A pass of cached stats takes tens of milliseconds, short against the machine's noise and the
+# uploads of the files just created: five.
 timed("stat_cached", lambda i: os.stat(names[i]), passes=5)
 timed("rename", lambda i: os.rename(names[i], names[i] + "r"))
 timed("unlink", lambda i: os.unlink(names[i] + "r"))
