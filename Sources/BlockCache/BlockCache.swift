@@ -16,6 +16,10 @@ public final class BlockCache: Sendable {
     public let directory: FilePath
     public let blockSize: UInt64
     let store: MetadataStore
+    let epochs: DurabilityEpochs
+    /// Contents whose blocks this mount forgot because the machine went down before they were
+    /// known to be on disk (`DurabilityEpochs`).
+    public let contentsForgottenAtStart: Int
 
     /// A content some reader or fetch still holds; it closes its file when the last one lets go.
     struct OpenContent {
@@ -56,13 +60,18 @@ public final class BlockCache: Sendable {
     }
     let state: Mutex<State>
 
-    /// Opens the cache in `directory` (created if needed), loading what the store recorded and
-    /// deleting cache files it does not know.
-    public init(directory: FilePath, blockSize: UInt64, store: MetadataStore) async throws {
+    /// Opens the cache in `directory` (created if needed) under the boot `bootID`, loading what
+    /// the store recorded and deleting cache files it does not know.
+    public init(
+        directory: FilePath, blockSize: UInt64, store: MetadataStore,
+        bootID: String = DurabilityEpochs.currentBootID()
+    ) async throws {
         self.directory = directory
         self.blockSize = blockSize
         self.store = store
         try FileManager.default.createDirectory(atPath: directory.string, withIntermediateDirectories: true)
+        (epochs, contentsForgottenAtStart) = try await DurabilityEpochs.begin(
+            directory: directory, store: store, bootID: bootID)
         let records = try await store.contentRecords()
         let nextFileNumber = try await store.nextContentFileNumber()
         var state = State()
@@ -142,7 +151,8 @@ public final class BlockCache: Sendable {
             try descriptor.resize(to: Int64(size))
             return descriptor
         }
-        let content = CachedContent(record: record, fileDescriptor: descriptor, store: store, rowWritten: rowWritten)
+        let content = CachedContent(
+            record: record, fileDescriptor: descriptor, store: store, epochs: epochs, rowWritten: rowWritten)
         return state.withLock { state -> CachedContent in
             if let open = state.open[identifier]?.content, open.contentVersion == contentVersion { return open }
             state.open[identifier] = OpenContent(content: content)
@@ -195,15 +205,23 @@ public final class BlockCache: Sendable {
     /// version): the remote changed or deleted the item. The file is deleted; a handle reading it
     /// keeps its descriptor, and so the bytes of the version it opened.
     public func discard(_ identifier: ItemIdentifier, keeping current: [UInt8]? = nil) async {
+        await forget(identifier) { $0.contentVersion != current }
+    }
+
+    /// Forgets the cached content of `identifier` if its record `matches`, and deletes its file;
+    /// true when it did.
+    @discardableResult
+    private func forget(_ identifier: ItemIdentifier, if matches: (ContentRecord) -> Bool) async -> Bool {
         let stale = state.withLock { state -> ContentRecord? in
-            guard let record = state.records[identifier], record.contentVersion != current else { return nil }
+            guard let record = state.records[identifier], matches(record) else { return nil }
             state.setRecord(nil, of: identifier)
             state.usedSinceSaved.remove(identifier)
             if state.open[identifier]?.content?.fileNumber == record.fileNumber { state.open[identifier] = nil }
             return record
         }
-        guard let stale else { return }
+        guard let stale else { return false }
         try? await deleteFile(of: stale)
+        return true
     }
 
     /// Deletes a content's row in the store, then its file (kept if the row could not go: a row
@@ -218,7 +236,18 @@ public final class BlockCache: Sendable {
         _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: path.string) }
     }
 
-    /// Makes `content`'s landed bytes durable (see `CachedContent.commit`, and `window` there)
+    /// Closes the current durability epoch (`DurabilityEpochs.close`; one call at a time), and
+    /// forgets the contents whose cache file could not be flushed. Returns those.
+    public func closeDurabilityEpoch() async throws -> [ItemIdentifier] {
+        let failed = try await epochs.close()
+        var forgotten: [ItemIdentifier] = []
+        for (fileNumber, identifier) in failed {
+            if await forget(identifier, if: { $0.fileNumber == fileNumber }) { forgotten.append(identifier) }
+        }
+        return forgotten
+    }
+
+    /// Records `content`'s landed bytes (see `CachedContent.commit`, and `window` there)
     /// and remembers the result, so `localBytes` stays right after the content is closed.
     public func commit(_ content: CachedContent, window: CommitWindow? = nil) async throws {
         guard let presentBlocks = try await content.commit(window: window) else { return }

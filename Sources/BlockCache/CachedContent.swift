@@ -19,8 +19,9 @@ import SystemPackage
 /// on (`finish`). Because claiming and waiting happen under the same lock, a reader can never wait
 /// on a fetch that has already ended.
 ///
-/// `commit` fsyncs the file and records the fully landed blocks in the store: only those survive a
-/// crash, so bytes that were not fetched are never served.
+/// `commit` records the fully landed blocks in the store, in the current durability epoch: only
+/// those survive a restart, and only once durable a crash of the machine, so bytes that were not
+/// fetched are never served.
 public final class CachedContent: Sendable {
     public let identifier: ItemIdentifier
     public let contentVersion: [UInt8]
@@ -30,6 +31,7 @@ public final class CachedContent: Sendable {
     /// The open cache file; valid for this object's lifetime.
     public let fileDescriptor: FileDescriptor
     private let store: MetadataStore
+    private let epochs: DurabilityEpochs
     /// The writing of this file's row in the store, when it is new (BlockCache.beginContent).
     private let rowWritten: Task<Void, any Error>?
 
@@ -46,9 +48,6 @@ public final class CachedContent: Sendable {
         /// The block map the store has: only what differs from it is written at a commit.
         var recordedMap: [UInt8]
         var claims: [UInt64: Range<UInt64>] = [:]
-        /// Bytes the kernel has copied into the mount's page cache whose cache file pages are
-        /// not yet given back (they are once committed: only clean pages can be dropped).
-        var kernelCopiesToDrop = ByteRanges()
         var waiters: [UInt64: Waiter] = [:]
         var nextID: UInt64 = 0
         var isCommitting = false
@@ -68,7 +67,7 @@ public final class CachedContent: Sendable {
     static let failureMemory: Duration = .seconds(1)
 
     init(
-        record: ContentRecord, fileDescriptor: FileDescriptor, store: MetadataStore,
+        record: ContentRecord, fileDescriptor: FileDescriptor, store: MetadataStore, epochs: DurabilityEpochs,
         rowWritten: Task<Void, any Error>?
     ) {
         self.identifier = record.identifier
@@ -78,6 +77,7 @@ public final class CachedContent: Sendable {
         self.fileNumber = record.fileNumber
         self.fileDescriptor = fileDescriptor
         self.store = store
+        self.epochs = epochs
         self.rowWritten = rowWritten
         let present = BlockMap(bytes: record.presentBlocks).ranges(blockSize: record.blockSize, size: record.size)
         self.state = Mutex(State(landed: present, committed: present, recordedMap: record.presentBlocks))
@@ -297,14 +297,14 @@ public final class CachedContent: Sendable {
         return outcome.forgotten
     }
 
-    /// Makes the landed bytes durable: when blocks were completed since the last commit, fsyncs
-    /// the cache file, then records every fully landed block outside the claims still running
-    /// (`settled`) in the store (which writes only the bytes of the map that changed). A block is
-    /// recorded only after its data is on disk, and its fetch has ended well.
+    /// Records every fully landed block outside the claims still running (`settled`) in the store
+    /// (which writes only the bytes of the map that changed), in the current durability epoch: the
+    /// blocks' bytes are in the cache file, and their fetch has ended well. The file is fsynced
+    /// when the epoch closes (`DurabilityEpochs`), not here.
     /// Concurrent calls coalesce: one runs, and runs once more if bytes landed meanwhile. Each
     /// round first waits in `window`, so that the calls of fetches ending meanwhile join it rather
-    /// than each paying an fsync and a transaction. Returns the map recorded, or nil when another
-    /// call does the work.
+    /// than each paying a transaction. Returns the map recorded, or nil when another call does the
+    /// work.
     func commit(window: CommitWindow? = nil) async throws -> [UInt8]? {
         let proceed = state.withLock { state -> Bool in
             if state.isCommitting {
@@ -328,20 +328,15 @@ public final class CachedContent: Sendable {
                 // A fetch that completed no block (a short file's tail is a block) has nothing to
                 // make durable.
                 if map.bytes != recordedMap {
-                    let descriptor = fileDescriptor
-                    try await BlockingIO.run {
-                        guard fsync(descriptor.rawValue) == 0 else { throw Errno(rawValue: errno) }
-                    }
+                    let epoch = epochs.enter(fileNumber: fileNumber, of: identifier)
                     try await store.savePresentBlocks(
-                        fileNumber: fileNumber, presentBlocks: map.bytes, replacing: recordedMap)
+                        fileNumber: fileNumber, presentBlocks: map.bytes, replacing: recordedMap, epoch: epoch)
                 }
                 let committed = map.ranges(blockSize: blockSize, size: size)
-                let copies = state.withLock { state in
+                state.withLock { state in
                     state.recordedMap = map.bytes
                     state.committed = committed
-                    return takeDroppableCopies(from: &state)
                 }
-                if !copies.isEmpty { try? await BlockingIO.run { [self] in dropPages(copies) } }
                 recorded = map.bytes
             } while state.withLock({ state in
                 if state.needsCommit { return true }
@@ -371,54 +366,6 @@ public final class CachedContent: Sendable {
     /// before.
     public func allocateBlocking(_ range: Range<UInt64>) {
         _ = fallocate(fileDescriptor.rawValue, FALLOC_FL_KEEP_SIZE, off_t(range.lowerBound), off_t(range.count))
-    }
-
-    /// Notes that the kernel has copied `range` into the mount's page cache (called on a reply
-    /// thread, which may block). The cache file's own pages of it are then a second copy in
-    /// memory: they are dropped once durable (now, or at the commit that makes them so), so that
-    /// reading a file through the mount fills memory once, not twice. Reads that reach the daemon
-    /// again come from the disk.
-    public func noteKernelCopy(_ range: Range<UInt64>) {
-        let copies = state.withLock { state in
-            state.kernelCopiesToDrop.insert(range.clamped(to: 0..<size))
-            return takeDroppableCopies(from: &state)
-        }
-        dropPages(copies)
-    }
-
-    /// Pages are given back in aligned runs of this size: the page cache keeps a file in folios of
-    /// up to 2 MiB, and the kernel drops only folios wholly inside the range it is given, so
-    /// dropping each 512 KiB read as it is answered would drop nothing.
-    static let dropAlignment: UInt64 = 2 << 20
-    /// Scattered reads leave pieces that may never fill an aligned run; beyond this many, the
-    /// oldest are forgotten (their pages stay until the kernel reclaims them).
-    static let maximumPendingDrops = 64
-
-    /// Under the lock: the committed parts of the kernel's copies not yet dropped, cut to aligned
-    /// runs (or up to the end of the file).
-    private func takeDroppableCopies(from state: inout State) -> [Range<UInt64>] {
-        var droppable: [Range<UInt64>] = []
-        for copy in state.kernelCopiesToDrop.ranges {
-            for part in state.committed.intersection(copy).ranges {
-                let lower = (part.lowerBound + Self.dropAlignment - 1) / Self.dropAlignment * Self.dropAlignment
-                let upper =
-                    part.upperBound == size ? size : part.upperBound / Self.dropAlignment * Self.dropAlignment
-                if lower < upper { droppable.append(lower..<upper) }
-            }
-        }
-        for range in droppable { state.kernelCopiesToDrop.remove(range) }
-        while state.kernelCopiesToDrop.ranges.count > Self.maximumPendingDrops {
-            state.kernelCopiesToDrop.remove(state.kernelCopiesToDrop.ranges[0])
-        }
-        return droppable
-    }
-
-    /// Gives the cache file's clean pages of `ranges` back to the kernel (whole pages only).
-    private func dropPages(_ ranges: [Range<UInt64>]) {
-        for range in ranges {
-            _ = posix_fadvise(
-                fileDescriptor.rawValue, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_DONTNEED)
-        }
     }
 
     /// Asks the kernel to read `range` of the cache file into the page cache in the background, so

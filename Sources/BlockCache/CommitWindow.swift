@@ -1,12 +1,12 @@
 import Dispatch
 import Synchronization
 
-/// How long a commit waits before its fsync, so that the commits of fetches ending meanwhile join
-/// it (DECISIONS 123, 143): `length`, or until `byteLimit` bytes have been fetched, whichever
-/// comes first — a scattered reader shares one commit between many reads, a streaming one does
-/// not keep much more than `byteLimit` of the cache file's pages waiting for a commit to drop
-/// them. Hurrying ends the waits under way (eviction right after a read); closing also keeps
-/// later ones from starting (unmount): a long window delays neither.
+/// How long a commit waits before its store transaction, so that the commits of fetches ending
+/// meanwhile join it (DECISIONS 123, 143): `length`, or until `byteLimit` bytes have been fetched,
+/// whichever comes first — a scattered reader shares one commit between many reads, a streaming
+/// one does not leave much more than `byteLimit` unrecorded (fetched again after a kill -9).
+/// Hurrying ends the waits under way (eviction right after a read); closing also keeps later ones
+/// from starting (unmount): a long window delays neither.
 public final class CommitWindow: Sendable {
     /// How long one wait lasts at most.
     public let length: Duration

@@ -50,6 +50,9 @@ static inline struct fuse_bufvec cfuse_bufvec_fd(int fd, off_t pos, size_t size)
 
 /// FUSE_PASSTHROUGH's bit in the INIT flags' upper word (flags2); the whole flag is 1 << 37.
 #define CFUSE_PASSTHROUGH_FLAGS2_BIT (1u << 5)
+/// FUSE_DIRECT_IO_ALLOW_MMAP's bit in flags2 (1 << 36, kernel 6.6 and later): handles opened
+/// with direct I/O may be mapped shared.
+#define CFUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2_BIT (1u << 4)
 /// FUSE_INIT_EXT: the INIT messages carry flags2.
 #define CFUSE_INIT_EXT (1u << 30)
 /// FOPEN_DIRECT_IO and FOPEN_PASSTHROUGH in an open reply.

@@ -19,6 +19,13 @@ public protocol BackingFileRegistry: Sendable {
     func register(_ file: FileDescriptor) throws(Errno) -> BackingID
     /// Forgets an id. Handles opened with it keep reading their file; later opens cannot name it.
     func unregister(_ id: BackingID)
+    /// Whether the kernel maps handles opened with direct I/O (`OpenReply.directIO`) shared;
+    /// without it, their `mmap` with MAP_SHARED fails with ENODEV.
+    var mapsDirectIOFiles: Bool { get }
+}
+
+extension BackingFileRegistry {
+    public var mapsDirectIOFiles: Bool { false }
 }
 
 /// A session's `BackingFileRegistry`: the kernel's FUSE_DEV_IOC_BACKING_OPEN and _CLOSE on the
@@ -37,6 +44,8 @@ public struct BackingFiles: BackingFileRegistry {
         guard result > 0 else { throw Errno(rawValue: -result) }
         return BackingID(rawValue: result)
     }
+
+    public var mapsDirectIOFiles: Bool { session.directIOMapsNegotiated }
 
     public func unregister(_ id: BackingID) {
         _ = session.withLiveSession { cfuse_backing_close(fuse_session_fd($0), UInt32(bitPattern: id.rawValue)) }

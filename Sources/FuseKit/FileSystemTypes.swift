@@ -147,13 +147,6 @@ public struct OpenReply: Sendable, Hashable {
 /// Something that owns an open file descriptor and keeps it open while it is referenced.
 public protocol FileDescriptorOwner: AnyObject, Sendable {
     var fileDescriptor: Int32 { get }
-    /// Called once the kernel has been given `length` bytes at `offset` of the file as a read's
-    /// answer (on a reply thread, not a task).
-    func handedToKernel(offset: UInt64, length: Int)
-}
-
-extension FileDescriptorOwner {
-    public func handedToKernel(offset: UInt64, length: Int) {}
 }
 
 /// The answer to read: bytes in memory, or a range of a file the kernel can splice from.

@@ -176,6 +176,7 @@ public final class FuseSession: Sendable {
 
     /// True once the kernel agreed to FUSE passthrough at INIT.
     var passthroughNegotiated: Bool { context.passthroughNegotiated.withLock { $0 } }
+    var directIOMapsNegotiated: Bool { context.directIOMapsNegotiated.withLock { $0 } }
 
     /// Runs `body` with the libfuse session if it is still alive; nil once it has ended.
     func withLiveSession(_ body: (OpaquePointer) -> Int32) -> Int32? {
@@ -253,10 +254,11 @@ public final class FuseSession: Sendable {
                 continue
             }
             answeredInit = true
-            let passthrough = PassthroughNegotiation.answerInit(session, &buffer) {
+            let agreement = PassthroughNegotiation.answerInit(session, &buffer) {
                 context.wantsPassthrough.withLock { $0 }
             }
-            context.passthroughNegotiated.withLock { $0 = passthrough }
+            context.passthroughNegotiated.withLock { $0 = agreement.passthrough }
+            context.directIOMapsNegotiated.withLock { $0 = agreement.directIOMaps }
             initialized()
         }
         return 0

@@ -125,9 +125,7 @@ struct Reply: ~Copyable {
             session.blockingReplies.async {
                 withExtendedLifetime(file) {
                     var vector = cfuse_bufvec_fd(file.fileDescriptor, off_t(offset), length)
-                    if fuse_reply_data(request.raw, &vector, FUSE_BUF_SPLICE_MOVE) == 0 {
-                        file.handedToKernel(offset: offset, length: length)
-                    }
+                    _ = fuse_reply_data(request.raw, &vector, FUSE_BUF_SPLICE_MOVE)
                 }
                 session.inFlight.leave()
             }

@@ -25,6 +25,8 @@ final class SessionContext: Sendable {
     let wantsPassthrough = Mutex(false)
     /// The kernel agreed to FUSE passthrough at INIT: backing files can be registered.
     let passthroughNegotiated = Mutex(false)
+    /// The kernel agreed at INIT to map handles opened with direct I/O shared.
+    let directIOMapsNegotiated = Mutex(false)
 
     init(operations: any FileSystemOperations) {
         self.operations = operations

@@ -3,8 +3,9 @@ import Foundation
 import GRDB
 
 /// What the block cache holds of one item: which content version, in which cache file, and which
-/// aligned blocks of it are safely on disk. Only blocks written and fsynced are ever recorded, so
-/// after a crash the cache never serves bytes that were not fetched.
+/// aligned blocks of it hold their bytes. Only blocks whose fetch ended well are recorded, and a
+/// mount after a crash of the machine forgets those not yet known to be on disk (durability
+/// epochs), so the cache never serves bytes that were not fetched.
 public struct ContentRecord: Sendable, Hashable {
     /// Names the cache file; unique over the store's lifetime.
     public var fileNumber: Int64

@@ -189,6 +189,7 @@ public final class MetadataStore: Sendable {
             try db.execute(sql: "ALTER TABLE localContent ADD COLUMN writerMark INTEGER")
         }
         registerPinInheritanceMigration(in: &migrator)
+        registerDurabilityMigration(in: &migrator)
         return migrator
     }
 
@@ -480,15 +481,15 @@ public final class MetadataStore: Sendable {
         }
     }
 
-    /// Records which blocks of a cache file are safely on disk, where `recorded` is the map saved
-    /// last (or begun with). When the row's map is as long as the new one, only the span where it
+    /// Records which blocks of a cache file hold their bytes, written in durability epoch `epoch`
+    /// (MetadataStore+Durability), where `recorded` is the map saved last (or begun with). When the row's map is as long as the new one, only the span where it
     /// differs from `recorded` is written, in place (SQLite's incremental blob I/O), and nothing
     /// when none does: a commit of a few blocks of a huge file writes a page, not a map of hundreds
     /// of kilobytes. Otherwise the row's map is replaced whole, with the time of use. A row gone
     /// meanwhile (the content was discarded) is left gone.
-    public func savePresentBlocks(fileNumber: Int64, presentBlocks: [UInt8], replacing recorded: [UInt8])
-        async throws
-    {
+    public func savePresentBlocks(
+        fileNumber: Int64, presentBlocks: [UInt8], replacing recorded: [UInt8], epoch: Int64
+    ) async throws {
         let differs = { (index: Int) in presentBlocks[index] != recorded[index] }
         var span: ClosedRange<Int>?
         if presentBlocks.count == recorded.count {
@@ -502,6 +503,8 @@ public final class MetadataStore: Sendable {
                 db.cachedStatement(sql: "SELECT length(presentBlocks) FROM content WHERE fileNumber = ?"),
                 arguments: [fileNumber])
             guard let stored else { return }
+            try db.cachedStatement(sql: "UPDATE content SET epoch = ? WHERE fileNumber = ? AND epoch != ?")
+                .execute(arguments: [epoch, fileNumber, epoch])
             if let span, stored == presentBlocks.count {
                 try Self.overwriteBlob(
                     in: db, table: "content", column: "presentBlocks", row: fileNumber, at: span.lowerBound,

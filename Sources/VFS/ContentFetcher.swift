@@ -202,10 +202,10 @@ final class ContentFetcher: Sendable {
         limiter.keepReserve(!quick)
     }
 
-    /// Records the landed blocks of `content` durably (fsync, then the store), once its fetch has
-    /// ended and given its slot back: readers were woken as their bytes landed, and commits of
-    /// fetches that end within `commitWindow` of each other share one fsync and one
-    /// transaction (DECISIONS 123). `drain` waits for it as for the fetch.
+    /// Records the landed blocks of `content` in the store (made durable by the cache's epochs,
+    /// DECISIONS 154), once its fetch has ended and given its slot back: readers were woken as
+    /// their bytes landed, and commits of fetches that end within `commitWindow` of each other
+    /// share one transaction (DECISIONS 123). `drain` waits for it as for the fetch.
     private func commit(_ content: CachedContent) async {
         do {
             try await cache.commit(content, window: commitWindow)

@@ -43,6 +43,7 @@ public final class FileSystem: FileSystemOperations {
     let pins: PinDownloader
     let evictor: CacheEvictor
     let replicator: ChangeReplicator
+    let epochKeeper: EpochKeeper
     private let openDirectories = HandleTable<OpenDirectory>()
     private let kernelListings = KernelListings()
 
@@ -82,6 +83,7 @@ public final class FileSystem: FileSystemOperations {
             configuration: configuration, isOffline: isOffline, logger: logger)
         // Even a read-only mount sends what an earlier mount left in the journal.
         fileSystem.uploader.start()
+        fileSystem.epochKeeper.start(every: configuration.durabilityEpochLength)
         cache.onGrowth { [evictor = fileSystem.evictor] in evictor.wake() }
         fileSystem.evictor.wake(always: true)
         fileSystem.pins.resume()
@@ -142,6 +144,7 @@ public final class FileSystem: FileSystemOperations {
         self.evictor = CacheEvictor(
             bound: configuration.cacheSize ?? .max, cache: cache, store: store, localFiles: localFiles,
             kernel: uploader.kernel, openFiles: openFiles, logger: logger)
+        self.epochKeeper = EpochKeeper(cache: cache, logger: logger)
     }
 
     /// What the engine has done since mount.
@@ -168,14 +171,16 @@ public final class FileSystem: FileSystemOperations {
         settings.passthrough = configuration.passthrough
     }
 
-    /// Lets running fetches end and record what they brought, stops the uploader (what it has not
-    /// sent stays in the journal for the next mount), then lets go of the provider.
+    /// Lets running fetches end and record what they brought, flushed to disk (the last durability
+    /// epoch closes), stops the uploader (what it has not sent stays in the journal for the next
+    /// mount), then lets go of the provider.
     public func shutdown() async {
         await listingAhead.stop()
         await replicator.stop()
         await uploader.stop()
         await pins.stop()
         await fetcher.drain()
+        await epochKeeper.stop()
         do { try await cache.saveLastUsed() } catch { logger.error("cannot save the cache's order of use: \(error)") }
         await provider.invalidate()
     }
@@ -371,10 +376,13 @@ public final class FileSystem: FileSystemOperations {
         _ record: ItemRecord, readAhead: ReadAheadWindow, olderOpen: Bool, content: CachedContent?,
         candidate: PassthroughFiles.Candidate?, context: RequestContext
     ) -> OpenFile {
-        let opening = passthrough.open(inode: record.inode, candidate: candidate)
+        // A large file read by requests would sit in memory twice, as the mount's pages and the
+        // cache file's, each new memory (DECISIONS 155).
+        let large = record.item.size >= configuration.directIOFileSize && passthrough.mapsDirectIOFiles
+        let opening = passthrough.open(inode: record.inode, candidate: candidate, cachesPages: !olderOpen && !large)
         countPassthrough(opening)
         let bypassesPageCache: Bool
-        if case .directIO = opening { bypassesPageCache = true } else { bypassesPageCache = olderOpen }
+        if case .directIO = opening { bypassesPageCache = true } else { bypassesPageCache = olderOpen || large }
         let file = OpenFile(
             record: record, readAhead: readAhead, bypassesPageCache: bypassesPageCache, content: content,
             opening: opening)
@@ -423,9 +431,7 @@ public final class FileSystem: FileSystemOperations {
                 try await self.fetcher.ensurePresent(
                     range, of: content, version: item.version, name: name, prefetching: ahead)
             }
-            return .fileRange(
-                file: CacheFileReference(content, kernelKeepsCopy: !file.bypassesPageCache), offset: range.lowerBound,
-                length: range.count)
+            return .fileRange(file: CacheFileReference(content), offset: range.lowerBound, length: range.count)
         }
     }
 

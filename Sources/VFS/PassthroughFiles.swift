@@ -32,10 +32,11 @@ import SystemPackage
 /// The kernel lets go of an inode's mode when a handle closes, before the daemon hears of the
 /// release, so the daemon's view here is the more cautious one.
 ///
-/// A file read through requests leaves its bytes in the mount's page cache, and the daemon gives
-/// the cache file's pages of them back (DECISIONS 78). Passing such a file through would read it
-/// from disk again while the kernel holds it in memory, so an inode that had a handle without a
-/// backing file does not pass through until the kernel forgets it (and so its pages).
+/// A file read through requests with the page cache leaves its bytes in the mount's page cache.
+/// Passing such a file through would read the cache file again while the kernel holds a copy in
+/// memory, so an inode that had such a handle does not pass through until the kernel forgets it
+/// (and so its pages). A handle with direct I/O (a large file, DECISIONS 155) leaves nothing
+/// there, and does not count.
 final class PassthroughFiles: Sendable {
     /// How one handle was opened.
     enum Opening: Sendable, Equatable {
@@ -83,7 +84,10 @@ final class PassthroughFiles: Sendable {
     }
 
     private struct State {
+        /// Where backing files are registered; nil once the kernel refused one.
         var registry: (any BackingFileRegistry)?
+        /// The registry attached, kept after a refusal: it also says what the kernel agreed to.
+        var attached: (any BackingFileRegistry)?
         var inodes: [UInt64: InodeMode] = [:]
         /// Inodes that had a handle without a backing file since the kernel last forgot them.
         var pagesInKernel: Set<UInt64> = []
@@ -104,17 +108,26 @@ final class PassthroughFiles: Sendable {
 
     /// Lets handles pass through from now on, with backing files registered in `registry`.
     func attach(_ registry: any BackingFileRegistry) {
-        state.withLock { $0.registry = registry }
+        state.withLock {
+            $0.registry = registry
+            $0.attached = registry
+        }
     }
 
+    /// Whether the kernel maps handles opened with direct I/O shared (so that they may be used
+    /// for files whose `mmap` would otherwise fail).
+    var mapsDirectIOFiles: Bool { state.withLock { $0.attached?.mapsDirectIOFiles ?? false } }
+
     /// How a new handle of `inode` opens: through `candidate` when it may, else by requests or
-    /// with direct I/O as the inode's mode demands. Every opening needs its `release`.
-    func open(inode: UInt64, candidate: Candidate?) -> Opening {
+    /// with direct I/O as the inode's mode demands. `cachesPages`: a handle opened by requests
+    /// keeps what it reads in the mount's page cache (it is not opened with direct I/O). Every
+    /// opening needs its `release`.
+    func open(inode: UInt64, candidate: Candidate?, cachesPages: Bool = true) -> Opening {
         state.withLock { state in
             switch state.inodes[inode] {
             case .requests(let handles):
                 state.inodes[inode] = .requests(handles: handles + 1)
-                state.pagesInKernel.insert(inode)
+                if cachesPages { state.pagesInKernel.insert(inode) }
                 return .requests
             case .passthrough(let id, let content, let handles):
                 state.inodes[inode] = .passthrough(id, content, handles: handles + 1)
@@ -125,7 +138,7 @@ final class PassthroughFiles: Sendable {
                     return .passthrough(id)
                 }
                 state.inodes[inode] = .requests(handles: 1)
-                state.pagesInKernel.insert(inode)
+                if cachesPages { state.pagesInKernel.insert(inode) }
                 return .requests
             }
         }

@@ -45,6 +45,12 @@ public struct VFSConfiguration: Sendable {
     /// unlink and rmdir move items to the remote's trash instead of deleting them (`--trash`;
     /// only where the provider has a trash).
     public var trashesDeletions = false
+    /// How often the cache's durability epoch closes: the most time a downloaded block stays
+    /// recorded while perhaps not on disk yet (DECISIONS 154).
+    public var durabilityEpochLength: Duration = .seconds(30)
+    /// Handles that read files of at least this size through the daemon use direct I/O: the
+    /// bytes stay in memory once, as the cache file's pages, not twice (DECISIONS 155).
+    public var directIOFileSize: UInt64 = 64 << 20
     /// The largest read-ahead window of one handle.
     public var maximumReadAhead: UInt64 = 128 << 20
     /// The largest single read-ahead request (rounded down to whole blocks, at least one): a

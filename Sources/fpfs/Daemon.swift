@@ -71,6 +71,11 @@ struct Daemon {
         let cache = try await BlockCache(
             directory: FilePath(cacheDirectory.appendingPathComponent("blocks").path), blockSize: blockSize,
             store: store)
+        if cache.contentsForgottenAtStart > 0 {
+            logger.notice(
+                "the machine went down before the downloaded bytes of \(cache.contentsForgottenAtStart) cached files were known to be on disk; they are downloaded again when read"
+            )
+        }
 
         var configuration = VFSConfiguration()
         configuration.remoteTimeout = remoteTimeout

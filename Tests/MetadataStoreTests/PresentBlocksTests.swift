@@ -23,17 +23,17 @@ struct PresentBlocksTests {
             var recorded: [UInt8] = []
             for (offset, bits) in [(0, 0x01), (count / 2, 0xFF), (count - 1, 0x80), (count / 2 + 1, 0x0F)] {
                 map[offset] |= UInt8(bits)
-                try await store.savePresentBlocks(fileNumber: 1, presentBlocks: map, replacing: recorded)
+                try await store.savePresentBlocks(fileNumber: 1, presentBlocks: map, replacing: recorded, epoch: 0)
                 recorded = map
                 #expect(try await store.contentRecords().first?.presentBlocks == map)
             }
             // Nothing changed: nothing to write, and the map stays.
-            try await store.savePresentBlocks(fileNumber: 1, presentBlocks: map, replacing: map)
+            try await store.savePresentBlocks(fileNumber: 1, presentBlocks: map, replacing: map, epoch: 0)
             // A map of another length replaces the row's.
             let shorter = [UInt8](repeating: 0xAA, count: 3)
-            try await store.savePresentBlocks(fileNumber: 1, presentBlocks: shorter, replacing: map)
+            try await store.savePresentBlocks(fileNumber: 1, presentBlocks: shorter, replacing: map, epoch: 0)
             #expect(try await store.contentRecords().first?.presentBlocks == shorter)
-            try await store.savePresentBlocks(fileNumber: 1, presentBlocks: map, replacing: shorter)
+            try await store.savePresentBlocks(fileNumber: 1, presentBlocks: map, replacing: shorter, epoch: 0)
         }
         let reopened = try MetadataStore(file: file)
         #expect(try await reopened.contentRecords().first?.presentBlocks == map)
@@ -47,8 +47,8 @@ struct PresentBlocksTests {
                 fileNumber: 1, identifier: ItemIdentifier("gone"), contentVersion: [1], size: 1 << 20,
                 blockSize: 64 << 10, presentBlocks: [0, 0], lastUsed: Date()))
         try await store.removeContent(fileNumber: 1)
-        try await store.savePresentBlocks(fileNumber: 1, presentBlocks: [1, 0], replacing: [0, 0])
-        try await store.savePresentBlocks(fileNumber: 1, presentBlocks: [1, 0, 0], replacing: [1, 0])
+        try await store.savePresentBlocks(fileNumber: 1, presentBlocks: [1, 0], replacing: [0, 0], epoch: 0)
+        try await store.savePresentBlocks(fileNumber: 1, presentBlocks: [1, 0, 0], replacing: [1, 0], epoch: 0)
         #expect(try await store.contentRecords().isEmpty)
     }
 }

@@ -1,0 +1,102 @@
+import CFallocate
+import FileProviderKit
+import Foundation
+import MetadataStore
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Makes the cache files' bytes durable in epochs rather than by an fsync per commit
+/// (DECISIONS 154). A commit records its blocks at once, in the current epoch, and notes the
+/// file. Closing an epoch starts the next, fsyncs the files written in it, and records it
+/// durable. A killed daemon loses nothing the kernel was given; only a crash of the machine can,
+/// and the next mount, seeing another boot id, forgets the blocks of epochs not durable
+/// (`MetadataStore.beginDurabilityEpochs`). So a commit never waits for the disk, and the disk is
+/// written when the kernel's writeback (or a closing epoch) gets to it, not during every read.
+public final class DurabilityEpochs: Sendable {
+    private struct State {
+        var current: Int64
+        /// The files written in the current epoch, by number, with the item each holds.
+        var written: [Int64: ItemIdentifier] = [:]
+    }
+
+    private let state: Mutex<State>
+    private let store: MetadataStore
+    private let directory: FilePath
+
+    /// Begins the epochs of a mount whose cache lives in `directory`, then asks the store for the
+    /// first epoch. Under the boot of the last mount (its daemon was killed, or unmounted), first
+    /// flushes the cache folder's filesystem, so that every byte that mount wrote is durable.
+    /// Returns how many contents lost their blocks to a crash of the machine, too.
+    static func begin(directory: FilePath, store: MetadataStore, bootID: String) async throws -> (
+        DurabilityEpochs, forgottenContents: Int
+    ) {
+        if try await store.durabilityBootID() == bootID {
+            try await BlockingIO.run {
+                let folder = try FileDescriptor.open(directory, .readOnly, options: [.directory, .closeOnExec])
+                defer { try? folder.close() }
+                guard syncfs(folder.rawValue) == 0 else { throw Errno(rawValue: errno) }
+            }
+        }
+        let (epoch, forgotten) = try await store.beginDurabilityEpochs(bootID: bootID)
+        return (DurabilityEpochs(epoch: epoch, store: store, directory: directory), forgotten)
+    }
+
+    private init(epoch: Int64, store: MetadataStore, directory: FilePath) {
+        self.state = Mutex(State(current: epoch))
+        self.store = store
+        self.directory = directory
+    }
+
+    /// The epoch to record blocks of cache file `fileNumber` in, whose bytes are written: the file
+    /// is fsynced before that epoch is recorded durable.
+    func enter(fileNumber: Int64, of identifier: ItemIdentifier) -> Int64 {
+        state.withLock { state in
+            state.written[fileNumber] = identifier
+            return state.current
+        }
+    }
+
+    /// Closes the current epoch (the caller runs one close at a time): blocks are recorded in the
+    /// next from now on, the files written in this one are fsynced, and it is recorded durable.
+    /// Returns the files whose fsync failed: their bytes may not be on disk, and the caller must
+    /// forget them. A file deleted meanwhile (evicted, or replaced by a new version) has no row
+    /// left to trust.
+    func close() async throws -> [Int64: ItemIdentifier] {
+        let next = try await store.advanceDurabilityEpoch()
+        let (closing, written) = state.withLock { state in
+            defer {
+                state.current = next
+                state.written = [:]
+            }
+            return (state.current, state.written)
+        }
+        let directory = self.directory
+        let failed = try await BlockingIO.run {
+            written.filter { fileNumber, _ in
+                let path = directory.appending(String(fileNumber))
+                do {
+                    let file = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])
+                    defer { try? file.close() }
+                    return fsync(file.rawValue) != 0
+                } catch let error as Errno {
+                    return error != .noSuchFileOrDirectory
+                } catch {
+                    return true
+                }
+            }
+        }
+        try await store.markDurable(through: closing)
+        return failed
+    }
+
+    /// The kernel's id of this boot, which a crash of the machine changes. Where it cannot be
+    /// read, every mount counts as after a crash.
+    public static func currentBootID() -> String {
+        let id = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+        return id?.trimmingCharacters(in: .whitespacesAndNewlines) ?? UUID().uuidString
+    }
+}
