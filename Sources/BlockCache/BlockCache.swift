@@ -236,14 +236,16 @@ public final class BlockCache: Sendable {
         _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: path.string) }
     }
 
-    /// Closes the current durability epoch (`DurabilityEpochs.close`; one call at a time), and
-    /// forgets the contents whose cache file could not be flushed. Returns those.
+    /// Closes the current durability epoch (`DurabilityEpochs.flush`; one call at a time): the
+    /// contents whose cache file could not be flushed are forgotten before the epoch is recorded
+    /// durable, so that a crash in between cannot leave their blocks trusted. Returns those.
     public func closeDurabilityEpoch() async throws -> [ItemIdentifier] {
-        let failed = try await epochs.close()
+        guard let (epoch, failed) = try await epochs.flush() else { return [] }
         var forgotten: [ItemIdentifier] = []
         for (fileNumber, identifier) in failed {
             if await forget(identifier, if: { $0.fileNumber == fileNumber }) { forgotten.append(identifier) }
         }
+        try await epochs.markDurable(epoch)
         return forgotten
     }
 

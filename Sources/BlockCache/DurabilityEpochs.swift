@@ -60,12 +60,15 @@ public final class DurabilityEpochs: Sendable {
         }
     }
 
-    /// Closes the current epoch (the caller runs one close at a time): blocks are recorded in the
-    /// next from now on, the files written in this one are fsynced, and it is recorded durable.
-    /// Returns the files whose fsync failed: their bytes may not be on disk, and the caller must
-    /// forget them. A file deleted meanwhile (evicted, or replaced by a new version) has no row
-    /// left to trust.
-    func close() async throws -> [Int64: ItemIdentifier] {
+    /// Ends the current epoch (the caller runs one at a time) when blocks were recorded in it:
+    /// blocks are recorded in the next from now on, and the files written in this one are
+    /// fsynced. Returns the epoch, to be recorded durable (`markDurable`) once the caller has
+    /// forgotten the files whose fsync failed (also returned: their bytes may not be on disk). A
+    /// file deleted meanwhile (evicted, or replaced by a new version) has no row left to trust.
+    /// Nil, having written nothing, when nothing was recorded: an idle mount leaves the store
+    /// alone.
+    func flush() async throws -> (epoch: Int64, failed: [Int64: ItemIdentifier])? {
+        guard !state.withLock({ $0.written.isEmpty }) else { return nil }
         let next = try await store.advanceDurabilityEpoch()
         let (closing, written) = state.withLock { state in
             defer {
@@ -89,8 +92,12 @@ public final class DurabilityEpochs: Sendable {
                 }
             }
         }
-        try await store.markDurable(through: closing)
-        return failed
+        return (closing, failed)
+    }
+
+    /// Records `epoch`, and every earlier one, durable.
+    func markDurable(_ epoch: Int64) async throws {
+        try await store.markDurable(through: epoch)
     }
 
     /// The kernel's id of this boot, which a crash of the machine changes. Where it cannot be

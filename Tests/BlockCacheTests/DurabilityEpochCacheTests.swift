@@ -79,4 +79,14 @@ struct DurabilityEpochCacheTests {
         #expect(try await cache.closeDurabilityEpoch().isEmpty)
         #expect(try await store.contentRecords().isEmpty)
     }
+
+    /// An idle mount's timer writes nothing: the epoch stays, and the next mount's is the one after.
+    @Test func closingAnEpochWithNothingRecordedLeavesTheStoreAlone() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try openStore()
+        let cache = try await BlockCache(directory: blocks, blockSize: Self.blockSize, store: store, bootID: "boot")
+        #expect(try await cache.closeDurabilityEpoch().isEmpty)
+        #expect(try await cache.closeDurabilityEpoch().isEmpty)
+        #expect(try await store.beginDurabilityEpochs(bootID: "boot").epoch == 2)
+    }
 }
