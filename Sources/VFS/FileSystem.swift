@@ -181,6 +181,7 @@ public final class FileSystem: FileSystemOperations {
         await pins.stop()
         await fetcher.drain()
         await epochKeeper.stop()
+        localFiles.close()
         do { try await cache.saveLastUsed() } catch { logger.error("cannot save the cache's order of use: \(error)") }
         await provider.invalidate()
     }

@@ -20,6 +20,7 @@ import SystemPackage
 final class LocalFileFolder: Sendable {
     let directory: FilePath
     let uploads: FilePath
+    private let nameless: NamelessFiles
 
     /// Guards the inodes with local content, which of them are conflict copies, the count of
     /// writers of each, the count of open descriptors (`LocalFile`s) of each, the contents an
@@ -43,6 +44,7 @@ final class LocalFileFolder: Sendable {
     init(root: FilePath, items: [UInt64: Bool]) throws {
         self.directory = root.appending("local")
         self.uploads = root.appending("uploads")
+        self.nameless = NamelessFiles(in: directory)
         self.state = Mutex(State(items: Set(items.keys), conflictCopies: Set(items.filter(\.value).keys)))
         for folder in [directory, uploads] {
             try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
@@ -74,21 +76,13 @@ final class LocalFileFolder: Sendable {
     }
 
     /// A new file in the folder without a name yet, for an item being created: making a file
-    /// allocates an inode on the disk, which can take as long as storing the item, so a creation
-    /// makes both at once and names the file once the item has its inode (`open(_:naming:)`,
-    /// DECISIONS 136). Nil where the disk cannot make nameless files (O_TMPFILE).
-    func makeNameless() async -> FileDescriptor? {
-        let directory = self.directory
-        return try? await BlockingIO.run {
-            let descriptor = Glibc.open(directory.string, Self.nameless | O_RDWR | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw Errno(rawValue: errno) }
-            return FileDescriptor(rawValue: descriptor)
-        }
-    }
+    /// allocates an inode on the disk, which can take as long as storing the item, so creations
+    /// take files made ahead (`NamelessFiles`, DECISIONS 156) and name them once the item has its
+    /// inode (`open(_:naming:)`). Nil where the disk cannot make nameless files (O_TMPFILE).
+    func makeNameless() async -> FileDescriptor? { await nameless.take() }
 
-    /// `O_TMPFILE`, which Swift's Glibc module does not import: the generic `__O_TMPFILE` bit
-    /// (the same on every Linux architecture Swift runs on) with `O_DIRECTORY`.
-    private static let nameless: Int32 = 0o20_000_000 | O_DIRECTORY
+    /// Makes no more nameless files and closes those made ahead: at unmount.
+    func close() { nameless.close() }
 
     /// Opens the local content of the new item `inode` as `open` does, giving it `nameless`
     /// (`makeNameless`) as its file. Should the name be taken (a file left by a crash), or the
