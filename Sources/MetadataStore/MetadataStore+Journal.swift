@@ -339,6 +339,24 @@ extension MetadataStore {
         }
     }
 
+    /// The size and time the store holds for each item whose journalled change includes its
+    /// contents and whose content is local, by inode: a creation or truncation the kernel wrote,
+    /// whose close saves nothing (DECISIONS 157), so that a start after kill -9 can take both
+    /// from the file.
+    public func journalledLocalContents() async throws -> [UInt64: (size: UInt64, modification: Timestamp)] {
+        try await database.read { db in
+            let records = try ItemRecord.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT item.* FROM item JOIN pendingChange USING (inode) JOIN localContent USING (inode)
+                        WHERE pendingChange.fields & ? != 0
+                        """),
+                arguments: [Int64(ItemFields.contents.rawValue)])
+            return Dictionary(
+                uniqueKeysWithValues: records.map { ($0.inode, ($0.item.size, $0.item.contentModificationDate)) })
+        }
+    }
+
     /// Journals the contents of the items in `written` (local contents a writer changed before the
     /// daemon ended, with their size and time now) and forgets every writer mark.
     public func settleInterruptedWriters(_ written: [UInt64: (size: UInt64, modification: Timestamp)]) async throws {

@@ -211,15 +211,25 @@ extension FileSystem {
     }
 
     /// Journals the contents of each local content that a writer the kernel wrote for had open
-    /// when the daemon last ended, if its time moved off the writer's mark; forgets the marks.
+    /// when the daemon last ended, if its time moved off the writer's mark or, for contents
+    /// journalled already, if the file is newer than the store; forgets the marks.
     static func settleInterruptedWriters(store: MetadataStore, localFiles: LocalFileFolder, logger: Logger)
         async throws
     {
         let marks = try await store.writerMarks()
-        guard !marks.isEmpty else { return }
+        let journalled = try await store.journalledLocalContents()
+        guard !marks.isEmpty || !journalled.isEmpty else { return }
         var written: [UInt64: (size: UInt64, modification: Timestamp)] = [:]
         for (inode, mark) in marks {
             guard let status = try await localFiles.sizeAndModification(of: inode), status.modification != mark
+            else { continue }
+            written[inode] = status
+        }
+        // A new or truncated file's close saves nothing while the kernel writes it (DECISIONS
+        // 157): the file is newer than the store after a kill between its close and release.
+        for (inode, stored) in journalled where written[inode] == nil {
+            guard let status = try await localFiles.sizeAndModification(of: inode),
+                status.size != stored.size || status.modification > stored.modification
             else { continue }
             written[inode] = status
         }

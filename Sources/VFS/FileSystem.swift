@@ -464,16 +464,14 @@ public final class FileSystem: FileSystemOperations {
         }
     }
 
-    /// A flush answered on the FUSE thread: there is nothing to save (DECISIONS 138). The kernel
-    /// left the file it writes itself as the store knows it (a `touch`, a close without writes),
-    /// or the handle's own writes are all saved. Anything else goes to `flush`.
+    /// A flush answered on the FUSE thread: there is nothing to save now (DECISIONS 138, 157).
+    /// The handle's own writes are all saved; or the kernel writes the file itself, and then the
+    /// release saves what it wrote, while until then a kill is covered by the journal entry its
+    /// open made (a creation or truncation) or by its writer mark (102): the next start takes the
+    /// size and time from the file (`settleInterruptedWriters`). Anything else goes to `flush`.
     public func flushNow(inode: InodeNumber, handle: FileHandle) -> Bool {
         guard let file = openFiles[handle.rawValue] else { return false }
-        guard file.writesThroughKernel else { return !file.writesUnseen && !file.hasUnsavedWrites }
-        guard let written = passthrough.writtenStatus(of: inode.rawValue), written.modification == nil else {
-            return false
-        }
-        return nodes.record(inode)?.item.size == written.size
+        return file.writesThroughKernel || (!file.writesUnseen && !file.hasUnsavedWrites)
     }
 
     public func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws {
