@@ -55,9 +55,16 @@ final class NamelessFiles: Sendable {
         for file in ready { try? file.close() }
     }
 
-    /// Makes files until the stock is full; on the blocking-I/O queue.
+    /// Makes files until the stock is full; on the blocking-I/O queue. The refill ends in the
+    /// same critical section that finds the stock full, so a take just after starts the next.
     private func refill() {
-        while state.withLock({ !$0.stopped && $0.ready.count < stock }) {
+        while state.withLock({ state in
+            guard !state.stopped, state.ready.count < stock else {
+                state.refilling = false
+                return false
+            }
+            return true
+        }) {
             let made: FileDescriptor
             do { made = try Self.make(in: directory) } catch {
                 // EOPNOTSUPP, EISDIR and the like say the disk has no nameless files; a full disk
@@ -76,7 +83,6 @@ final class NamelessFiles: Sendable {
             }
             if !kept { try? made.close() }
         }
-        state.withLock { $0.refilling = false }
     }
 
     private static func make(in directory: FilePath) throws -> FileDescriptor {

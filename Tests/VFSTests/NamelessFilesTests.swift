@@ -68,7 +68,7 @@ struct NamelessFilesTests {
     /// Waits for `condition`, generously: the refill shares the blocking-I/O queue with every
     /// other suite of the run.
     private static func waitUntil(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(condition())
     }
