@@ -208,36 +208,31 @@ extension MountTests {
             "a new file the kernel writes keeps its bytes and size through kill -9 of the daemon before the release, shown at once by an offline mount"
         )
         func newFileWrittenByTheKernelSurvivesKill() async throws {
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let remote = try await WritableRemote.start(.folder, in: scratch)
-            defer { remote.stop() }
-            let first = try await TestMount.start(
-                remote: remote.argument, in: scratch, options: ["--remote-timeout", "3"])
-            defer { first.unmount() }
-            try await Command(["ls", first.mountpoint]).check()
-            try remote.goAway()
-            let text = "written by the kernel\n"
-            let writer = Glibc.open(first.path("new.txt"), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o644)
-            try #require(writer >= 0, "create: \(String(cString: strerror(errno)))")
-            #expect(pwrite(writer, text, text.utf8.count, 0) == text.utf8.count)
-            // The store still holds the size of the creation: only the file knows what was written.
-            let daemon = try #require(first.daemon)
-            daemon.send(SIGKILL)
-            #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
-            close(writer)
+            try await WriteMountTests.withMount(.folder, options: ["--remote-timeout", "3"]) { remote, first in
+                try await Command(["ls", first.mountpoint]).check()
+                try remote.goAway()
+                let text = "written by the kernel\n"
+                let writer = Glibc.open(first.path("new.txt"), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o644)
+                try #require(writer >= 0, "create: \(String(cString: strerror(errno)))")
+                #expect(pwrite(writer, text, text.utf8.count, 0) == text.utf8.count)
+                // The store still holds the size of the creation: only the file knows what was written.
+                let daemon = try #require(first.daemon)
+                daemon.send(SIGKILL)
+                #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
+                close(writer)
 
-            do {
-                let offline = try await TestMount.start(remote: remote.argument, in: scratch)
-                defer { offline.unmount() }
-                #expect(Self.size(of: offline.path("new.txt")) == text.utf8.count)
-                #expect(try String(contentsOfFile: offline.path("new.txt"), encoding: .utf8) == text)
+                do {
+                    let offline = try await TestMount.start(remote: remote.argument, in: remote.scratch)
+                    defer { offline.unmount() }
+                    #expect(Self.size(of: offline.path("new.txt")) == text.utf8.count)
+                    #expect(try String(contentsOfFile: offline.path("new.txt"), encoding: .utf8) == text)
+                }
+                try await remote.comeBack()
+                let online = try await TestMount.start(remote: remote.argument, in: remote.scratch)
+                defer { online.unmount() }
+                try await online.sync()
+                #expect(try String(contentsOfFile: remote.folder + "/new.txt", encoding: .utf8) == text)
             }
-            try await remote.comeBack()
-            let online = try await TestMount.start(remote: remote.argument, in: scratch)
-            defer { online.unmount() }
-            try await online.sync()
-            #expect(try String(contentsOfFile: scratch.remote + "/new.txt", encoding: .utf8) == text)
         }
 
         /// The size `stat` gives for `path`, or -1.
