@@ -44,7 +44,7 @@ extension FileSystem {
             if opening.passesThrough { self.startWritingThroughKernel(record.inode, local: local) }
             let file = OpenFile(record: record, readAhead: readAhead, local: local, isWritable: true, opening: opening)
             // The creation journalled the contents already: the first write needs no entry of its
-            // own, and the size is saved when the handle is flushed (if anything was written).
+            // own, and the size is saved when the handle is released (if anything was written).
             file.noteJournalled()
             let handle = self.openFiles.insert(file)
             return (self.entry(for: record), file.reply(handle, olderVersionOpen: false))
