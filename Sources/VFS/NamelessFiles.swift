@@ -1,5 +1,5 @@
-import Dispatch
 import FileProviderKit
+import Foundation
 import Synchronization
 import SystemPackage
 
@@ -10,9 +10,9 @@ import SystemPackage
 /// Nameless files (`O_TMPFILE`) in the local folder, made ahead so that a create takes one
 /// instead of allocating an inode on its request's path (DECISIONS 156). The stock fills from
 /// the first create on, in the background, whenever it falls to half; a mount that creates
-/// nothing makes none. A file left unnamed vanishes when its descriptor closes. Refills run on a
-/// serial queue of their own, which gets a thread whenever it has work: a slow disk's refill
-/// holds none of the blocking-I/O queue's, and waits behind none of their blocked calls.
+/// nothing makes none. A file left unnamed vanishes when its descriptor closes. Each refill runs
+/// on a thread of its own, which starts at once whatever Dispatch's pools are doing: a slow
+/// disk's refill holds none of their threads, and waits behind none of their blocked calls.
 final class NamelessFiles: Sendable {
     private struct State {
         var ready: [FileDescriptor] = []
@@ -24,7 +24,6 @@ final class NamelessFiles: Sendable {
     private let directory: FilePath
     private let stock: Int
     private let state = Mutex(State())
-    private let refills = DispatchQueue(label: "fpfs.nameless-files", qos: .utility)
 
     init(in directory: FilePath, stock: Int = 32) {
         self.directory = directory
@@ -43,7 +42,7 @@ final class NamelessFiles: Sendable {
             if refill { state.refilling = true }
             return (file, refill, state.stopped)
         }
-        if taken.refill { refills.async { self.refill() } }
+        if taken.refill { Thread { self.refill() }.start() }
         if let file = taken.file { return file }
         guard !taken.stopped else { return nil }
         return try? await BlockingIO.run { [directory] in try Self.make(in: directory) }
@@ -59,7 +58,7 @@ final class NamelessFiles: Sendable {
         for file in ready { try? file.close() }
     }
 
-    /// Makes files until the stock is full; on `refills`. The refill ends in the
+    /// Makes files until the stock is full, on a thread of its own. The refill ends in the
     /// same critical section that finds the stock full, so a take just after starts the next.
     private func refill() {
         while state.withLock({ state in

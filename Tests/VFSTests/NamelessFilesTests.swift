@@ -23,14 +23,14 @@ struct NamelessFilesTests {
         var status = stat()
         #expect(fstat(first.rawValue, &status) == 0)
         #expect(status.st_nlink == 0)
-        try await Self.waitUntil { files.readyCount == 4 }
+        try await Self.waitUntil(files, holds: 4)
 
         var taken = [first]
         for _ in 0..<3 { taken.append(try #require(await files.take())) }
         defer { for file in taken.dropFirst() { try? file.close() } }
         #expect(Set(taken.map(\.rawValue)).count == 4)
         // Down to one, below half: the stock fills again.
-        try await Self.waitUntil { files.readyCount == 4 }
+        try await Self.waitUntil(files, holds: 4)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.string).isEmpty)
     }
 
@@ -41,7 +41,7 @@ struct NamelessFilesTests {
         let files = NamelessFiles(in: folder, stock: 2)
         let first = try #require(await files.take())
         try? first.close()
-        try await Self.waitUntil { files.readyCount == 2 }
+        try await Self.waitUntil(files, holds: 2)
         #expect(Self.descriptors(in: folder) == 2)
 
         files.close()
@@ -65,11 +65,13 @@ struct NamelessFilesTests {
         }
     }
 
-    /// Waits for `condition`, generously: the refill shares the blocking-I/O queue with every
-    /// other suite of the run.
-    private static func waitUntil(_ condition: () -> Bool) async throws {
+    /// Waits until `files` holds `count` files made ahead, generously: the suite shares the
+    /// machine with every other suite of the run.
+    private static func waitUntil(_ files: NamelessFiles, holds count: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
-        while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(condition())
+        while files.readyCount != count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(files.readyCount == count)
     }
 }
