@@ -6,9 +6,8 @@ import Dispatch
 /// network share would starve every other task of the process. Work handed to `run` executes on a
 /// concurrent Dispatch queue and the caller awaits the result. The queue's pool starts with a
 /// thread per core and, on Linux, adds about one a second while all of its threads block: with
-/// eight calls asleep, a ninth waited 7 s on this project's two-core machine. Work that blocks
-/// for long, or must not wait behind such calls, belongs on a serial queue of its own, which
-/// gets a thread whenever it has work.
+/// eight calls asleep, a ninth waited 7 s on this project's two-core machine. Work that must
+/// not wait behind such calls belongs on a thread of its own.
 public enum BlockingIO {
     private static let queue = DispatchQueue(label: "fpfs.blocking-io", qos: .userInitiated, attributes: .concurrent)
 
