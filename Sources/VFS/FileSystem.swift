@@ -465,13 +465,20 @@ public final class FileSystem: FileSystemOperations {
     }
 
     /// A flush answered on the FUSE thread: there is nothing to save now (DECISIONS 138, 157).
-    /// The handle's own writes are all saved; or the kernel writes the file itself, and then the
-    /// release saves what it wrote, while until then a kill is covered by the journal entry its
-    /// open made (a creation or truncation) or by its writer mark (102): the next start takes the
-    /// size and time from the file (`settleInterruptedWriters`). Anything else goes to `flush`.
+    /// The handle's own writes are all saved; or the kernel writes a file whose open journalled
+    /// its contents (a creation or truncation), and the release saves what it wrote, while until
+    /// then a kill is covered by that entry (`settleInterruptedWriters`); or an in-place writer
+    /// left the file as the store knows it. An in-place writer's change has no journal entry
+    /// until a save, so its close saves, and `fpfs sync` after it waits for the upload. Anything
+    /// else goes to `flush`.
     public func flushNow(inode: InodeNumber, handle: FileHandle) -> Bool {
         guard let file = openFiles[handle.rawValue] else { return false }
-        return file.writesThroughKernel || (!file.writesUnseen && !file.hasUnsavedWrites)
+        guard file.writesThroughKernel else { return !file.writesUnseen && !file.hasUnsavedWrites }
+        guard file.marksWriter else { return true }
+        guard let written = passthrough.writtenStatus(of: inode.rawValue), written.modification == nil else {
+            return false
+        }
+        return nodes.record(inode)?.item.size == written.size
     }
 
     public func release(inode: InodeNumber, handle: FileHandle, flags: Int32) async throws {
