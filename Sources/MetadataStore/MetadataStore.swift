@@ -485,8 +485,9 @@ public final class MetadataStore: Sendable {
     /// (MetadataStore+Durability), where `recorded` is the map saved last (or begun with). When
     /// the row's map is as long as the new one, only the span where it differs from `recorded` is
     /// written, in place (SQLite's incremental blob I/O), and nothing when none does: a commit of
-    /// a few blocks of a huge file writes a page, not a map of hundreds of kilobytes. Otherwise the row's map is replaced whole, with the time of use. A row gone
-    /// meanwhile (the content was discarded) is left gone.
+    /// a few blocks of a huge file writes a page, not a map of hundreds of kilobytes. Otherwise
+    /// the row's map is replaced whole, with the time of use. A row gone meanwhile (the content
+    /// was discarded) is left gone.
     public func savePresentBlocks(
         fileNumber: Int64, presentBlocks: [UInt8], replacing recorded: [UInt8], epoch: Int64
     ) async throws {
