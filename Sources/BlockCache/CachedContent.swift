@@ -30,6 +30,8 @@ public final class CachedContent: Sendable {
     public let fileNumber: Int64
     /// The open cache file; valid for this object's lifetime.
     public let fileDescriptor: FileDescriptor
+    /// Where fetches' writes into the cache file take turns, one at a time (DECISIONS 158).
+    public let writes = SerialLane()
     private let store: MetadataStore
     private let epochs: DurabilityEpochs
     /// The writing of this file's row in the store, when it is new (BlockCache.beginContent).

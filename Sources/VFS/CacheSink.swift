@@ -8,13 +8,14 @@ import Synchronization
 /// wrote so that it can be checked, or forgotten if the fetch turns out wrong.
 ///
 /// Writes go to the cache file behind the provider: `write` queues the provider's buffer (no copy)
-/// and returns, while one writer on the blocking-I/O queue stores what is queued and wakes the
-/// readers whose bytes landed, from there (no hop back to the cooperative pool between a chunk's
-/// arrival and its readers). A chunk that arrives while the writer is idle is written at once;
-/// chunks that arrive while it is busy are stored together next, with one write for the lot. At
-/// most `maximumQueuedBytes` wait; beyond that `write` waits for the writer (a provider on an
-/// event loop is told to hold back, and resumed). `flush` waits until all is stored and reports
-/// the first failure.
+/// and returns, while a writer stores what is queued and wakes the readers whose bytes landed,
+/// from the blocking-I/O queue (no hop back to the cooperative pool between a chunk's arrival and
+/// its readers). The writer takes turns with the other fetches of the same file in the file's
+/// lane, one queued batch per turn (DECISIONS 158). A chunk that arrives while the writer is idle
+/// is written at its next turn; chunks that arrive while it is busy are stored together, with one
+/// write for the lot. At most `maximumQueuedBytes` wait; beyond that `write` waits for the writer
+/// (a provider on an event loop is told to hold back, and resumed). `flush` waits until all is
+/// stored and reports the first failure.
 final class CacheSink: ContentSink {
     let content: CachedContent
     let progress: ProgressMark
@@ -102,7 +103,7 @@ final class CacheSink: ContentSink {
             if mustWait, let waiter { state.waiters.append(waiter) }
             return (start, mustWait)
         }
-        if startWriter { BlockingIO.start { self.drain() } }
+        if startWriter { content.writes.submit { self.writeTurn() } }
         return !mustWait
     }
 
@@ -119,16 +120,16 @@ final class CacheSink: ContentSink {
         if let failure = state.withLock({ $0.failure }) { throw failure }
     }
 
-    /// The writer, on the blocking-I/O queue: stores the queue, run by run of adjacent pieces,
-    /// until it is empty.
-    private func drain() {
-        while let batch = nextBatch() {
-            do {
-                for run in Self.adjacentRuns(batch) { try store(run) }
-            } catch {
-                state.withLock { state in if state.failure == nil { state.failure = error } }
-            }
+    /// One turn of the writer, in the file's lane: stores what is queued, run by run of adjacent
+    /// pieces, and queues its next turn behind the other fetches' until a turn finds nothing.
+    private func writeTurn() {
+        guard let batch = nextBatch() else { return }
+        do {
+            for run in Self.adjacentRuns(batch) { try store(run) }
+        } catch {
+            state.withLock { state in if state.failure == nil { state.failure = error } }
         }
+        content.writes.submit { self.writeTurn() }
     }
 
     /// Takes the queue; or, when it is empty (or the writer failed), stops the writer and wakes
