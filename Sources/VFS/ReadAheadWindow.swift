@@ -2,7 +2,8 @@
 /// answers which bytes to fetch ahead, and in requests of what size.
 ///
 /// Sequential reading (a read that starts where the previous one ended, give or take the kernel's
-/// own read-ahead reordering) doubles the window from its first size up to `maximum`; any other
+/// own read-ahead reordering) grows the window from its first size up to `maximum`, four times
+/// per read while it is smaller than one request and twice from there (DECISIONS 159); any other
 /// read resets it, so random access fetches only the blocks it touches.
 ///
 /// Requests are as large as `maximumRequest`, but no larger than the file's rest spread over the
@@ -61,7 +62,7 @@ struct ReadAheadWindow: Sendable {
             issuedUpTo = 0
             return nil
         }
-        window = window == 0 ? firstWindow : min(window * 2, maximum)
+        window = window == 0 ? firstWindow : min(window * (window < maximumRequest ? 4 : 2), maximum)
         let start = max(range.upperBound, issuedUpTo)
         let end = min(range.upperBound + window, size)
         guard start < end else { return nil }

@@ -15,7 +15,8 @@ struct ReadAheadWindowTests {
             _ = window.record(start * mebibyte..<(start + 1) * mebibyte, size: 1 << 30)
             sizes.append(window.window)
         }
-        #expect(sizes == (0..<7).map { mebibyte << $0 })
+        // Four times as large per read up to a request's size, twice from there, up to the maximum.
+        #expect(sizes == [1, 4, 16, 32, 64, 64, 64].map { $0 * mebibyte })
     }
 
     @Test("a read far from the last one resets the window")
@@ -56,9 +57,10 @@ struct ReadAheadWindowTests {
         for start in UInt64(0)..<8 {
             last = window.record(start * mebibyte..<(start + 1) * mebibyte, size: 48 * mebibyte) ?? last
         }
-        // 40 MiB left after the eighth read: 5 MiB (whole blocks) for each of 8 slots.
+        // The fifth read's window reaches the end, with 43 MiB left: 5.25 MiB (whole blocks) for
+        // each of 8 slots.
         #expect(last?.range.upperBound == 48 * mebibyte)
-        #expect(last?.requestSize == 5 * mebibyte)
+        #expect(last?.requestSize == 21 * mebibyte / 4)
 
         var deep = ReadAheadWindow(
             blockSize: 256 << 10, maximum: 128 * mebibyte, maximumRequest: 16 * mebibyte, parallelism: 32)
