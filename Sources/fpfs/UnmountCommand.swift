@@ -54,25 +54,43 @@ struct UnmountCommand: AsyncParsableCommand {
         return report.pid
     }
 
-    /// Waits (up to 30 s) for the daemon to finish writing its state and exit. A zombie has
-    /// finished: it waits only to be reaped by PID 1, which in a container may take a second or
-    /// more.
-    private func waitForExit(_ pid: pid_t) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while Self.isRunning(pid) {
-            guard ContinuousClock.now < deadline else {
-                throw CommandFailure("unmounted, but the daemon (pid \(pid)) is still running")
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
+    /// How long the daemon may do nothing before `unmount` stops waiting for it.
+    static let idleLimit: Duration = .seconds(30)
+    /// How long `unmount` waits for a daemon that keeps working: a bound, so that it never hangs.
+    static let workLimit: Duration = .seconds(600)
 
-    /// True while `pid` exists and has not exited (is not a zombie).
-    private static func isRunning(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let nameEnd = stat.lastIndex(of: ")")
-        else { return false }
-        let state = stat[stat.index(after: nameEnd)...].first { $0 != " " }
-        return state != "Z" && state != "X"
+    /// Waits for the daemon to finish writing its state and exit, for as long as it works: it
+    /// makes its cache durable last (DECISIONS 154), which after a large cold read can take longer
+    /// on a slow disk than any fixed bound (DECISIONS 160). Gives up once it has neither used CPU
+    /// nor waited for the disk for `idleLimit`, or after `workLimit`. A zombie has finished: it
+    /// waits only to be reaped by PID 1, which in a container may take a second or more.
+    private func waitForExit(_ pid: pid_t) async throws {
+        let start = ContinuousClock.now
+        var lastLook = start
+        var lastWork = start
+        var previous = ProcessActivity(of: pid)
+        var told = false
+        while ProcessActivity.isRunning(pid) {
+            try await Task.sleep(for: .milliseconds(10))
+            let now = ContinuousClock.now
+            guard now - lastLook >= .milliseconds(250) else { continue }
+            lastLook = now
+            let current = ProcessActivity(of: pid)
+            if current.hasWorked(since: previous) { lastWork = now }
+            previous = current
+            if now - lastWork >= Self.idleLimit {
+                throw CommandFailure(
+                    "unmounted, but the daemon (pid \(pid)) is still running and has done nothing for \(Self.idleLimit)"
+                )
+            }
+            if now - start >= Self.workLimit {
+                throw CommandFailure("unmounted, but the daemon (pid \(pid)) is still running after \(Self.workLimit)")
+            }
+            if !told, now - start >= .seconds(5) {
+                told = true
+                FileHandle.standardError.write(
+                    Data("fpfs: unmounted; waiting for the daemon (pid \(pid)) to finish writing to disk\n".utf8))
+            }
+        }
     }
 }
