@@ -11,6 +11,10 @@
 # Round-trip time (B2, B3, B5, B8) is added by scripts/lib/delay-proxy.py in front of the server:
 # this kernel has no netem qdisc.
 set -euo pipefail
+# Bash reads a script while it runs it, and a full run lasts an hour: the whole script is one
+# group, parsed before any of it runs and ending in `exit`, so that editing this file during a
+# run can neither change nor break it (a full run's table was lost that way, 2026-11-29).
+{
 
 quick=0
 repetitions=""
@@ -775,3 +779,5 @@ echo
 echo "| benchmark | reference | ratio: median (min-max) | goal | holds |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
+exit
+}
