@@ -1,14 +1,9 @@
 import Foundation
 
-/// What a process is doing, read from /proc: whether it still runs, the CPU it has used, and
-/// whether one of its threads waits for the disk.
-///
-/// `fpfs unmount` waits for the daemon with it: the daemon's last act is to make its cache
-/// durable (DECISIONS 154), which after a large cold read can outlast any fixed bound on a slow
-/// disk, so it waits for as long as the daemon works rather than for a set time.
-struct ProcessActivity: Equatable {
-    /// False once the process has exited (a zombie has: it only waits to be reaped).
-    let isRunning: Bool
+/// What a process is doing, read from /proc: the CPU it has used, and whether one of its threads
+/// waits for the disk; for `fpfs unmount`, which waits for the daemon as long as it works
+/// (DECISIONS 160).
+struct ProcessActivity {
     /// User and system clock ticks used so far.
     let cpuTicks: UInt64
     /// True when one of its threads is in uninterruptible sleep, which is a disk wait.
@@ -16,10 +11,9 @@ struct ProcessActivity: Equatable {
 
     init(of pid: pid_t) {
         guard let fields = Self.runningStatFields(of: pid) else {
-            (isRunning, cpuTicks, waitsForDisk) = (false, 0, false)
+            (cpuTicks, waitsForDisk) = (0, false)
             return
         }
-        isRunning = true
         // After the name: state is field 3, utime 14, stime 15.
         cpuTicks = fields.count > 12 ? (UInt64(fields[11]) ?? 0) + (UInt64(fields[12]) ?? 0) : 0
         let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
@@ -31,7 +25,8 @@ struct ProcessActivity: Equatable {
         cpuTicks != earlier.cpuTicks || waitsForDisk
     }
 
-    /// True while `pid` exists and has not exited; cheaper than reading the whole activity.
+    /// True while `pid` exists and has not exited (a zombie has: it only waits to be reaped);
+    /// cheaper than reading the whole activity.
     static func isRunning(_ pid: pid_t) -> Bool { runningStatFields(of: pid) != nil }
 
     private static func runningStatFields(of pid: pid_t) -> [Substring]? {
