@@ -731,7 +731,6 @@ PY
         done
     } | sed '$d' >"$work/curl-small.conf"
     for ((run = 1; run <= repetitions; run++)); do
-        rate=()
         rm -rf "$work/remote/writes/"* "$work/local-writes"
         mkdir -p "$work/local-writes"
         local_big_s=$(seconds dd if=/dev/zero of="$work/local-writes/big" bs=1M count="$big_mib" conv=fsync status=none)
