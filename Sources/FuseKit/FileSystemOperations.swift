@@ -33,6 +33,9 @@ public protocol FileSystemOperations: Sendable {
     func openNow(inode: InodeNumber, flags: Int32, context: RequestContext) -> OpenReply?
     func read(inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext)
         async throws -> ReadReply
+    /// A read answered on the session thread, as `lookupNow`; nil hands it to `read`.
+    func readNow(inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext)
+        -> ReadReply?
     func flush(inode: InodeNumber, handle: FileHandle, context: RequestContext) async throws
     /// A flush answered on the session thread, as `lookupNow`; false hands it to `flush`.
     func flushNow(inode: InodeNumber, handle: FileHandle) -> Bool
@@ -119,6 +122,9 @@ extension FileSystemOperations {
     public func lookupNow(parent: InodeNumber, name: [UInt8]) -> Entry? { nil }
     public func getattrNow(inode: InodeNumber) -> AttributesReply? { nil }
     public func openNow(inode: InodeNumber, flags: Int32, context: RequestContext) -> OpenReply? { nil }
+    public func readNow(inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext)
+        -> ReadReply?
+    { nil }
     public func flushNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
     public func releaseNow(inode: InodeNumber, handle: FileHandle) -> Bool { false }
     public func opendirNow(inode: InodeNumber) -> OpenReply? { nil }

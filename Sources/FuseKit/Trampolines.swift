@@ -350,6 +350,10 @@ private func fuseRead(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     let handle = handle(info)
+    let request = FuseRequest(raw)
+    let now = request.session.operations.readNow(
+        inode: inode(ino), handle: handle, offset: UInt64(offset), size: size, context: request.context)
+    if answered(raw, now, reply: { $0.read($1) }) { return }
     respond(
         raw,
         { try await $0.read(inode: inode(ino), handle: handle, offset: UInt64(offset), size: size, context: $1) }

@@ -405,35 +405,63 @@ public final class FileSystem: FileSystemOperations {
             guard offset < item.size, size > 0 else { return .bytes([]) }
             let range = offset..<min(offset + UInt64(size), item.size)
             let content = try await file.cachedContent(in: self.cache)
-            let name = item.filename.description
+            if let reply = self.answerFromCache(range, of: file, content: content, pid: context.pid) { return reply }
             // Read-ahead is decided before any wait, so that on a miss it starts with the read's
             // own fetch.
             let ahead =
-                self.fetcher.fetchesBlocks ? file.readAhead.withLock { $0.record(range, size: item.size) } : nil
+                self.fetcher.fetchesBlocks
+                ? file.readAhead.withLock { $0.record(range, size: item.size) } : nil
             if let ahead, content.isPresent(ahead.range) { content.preload(ahead.range) }
-            if content.isPresent(range) {
-                let blockSize = self.cache.blockSize
-                let blocks = Int((range.upperBound - 1) / blockSize - range.lowerBound / blockSize + 1)
-                self.statistics.update {
-                    $0.reads.fromCache += 1
-                    $0.reads.blocksFromCache += blocks
-                }
-                if let ahead, !content.isPresent(ahead.range), self.gate.blockedName(of: context.pid) == nil {
-                    self.fetcher.prefetch(
-                        ahead.range, inRequestsOf: ahead.requestSize, of: content, version: item.version, name: name)
-                }
-            } else {
-                // The gate is asked once per read; a refused read fetches nothing ahead either.
-                if let blocked = self.gate.blockedName(of: context.pid) {
-                    self.gate.recordRefusal(of: blocked)
-                    throw Errno.deadlock
-                }
-                self.statistics.update { $0.reads.waited += 1 }
-                try await self.fetcher.ensurePresent(
-                    range, of: content, version: item.version, name: name, prefetching: ahead)
+            // The gate is asked once per read; a refused read fetches nothing ahead either.
+            if let blocked = self.gate.blockedName(of: context.pid) {
+                self.gate.recordRefusal(of: blocked)
+                throw Errno.deadlock
             }
+            self.statistics.update { $0.reads.waited += 1 }
+            try await self.fetcher.ensurePresent(
+                range, of: content, version: item.version, name: item.filename.description, prefetching: ahead)
             return .fileRange(file: CacheFileReference(content), offset: range.lowerBound, length: range.count)
         }
+    }
+
+    /// A read answered on the FUSE thread when its bytes are in the cache file already, as a
+    /// streaming reader's are while read-ahead keeps ahead of it: no task, and no other thread
+    /// woken to answer. A local file, a miss, or content not opened yet goes to `read`.
+    public func readNow(
+        inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext
+    ) -> ReadReply? {
+        guard let file = openFiles[handle.rawValue], file.local == nil, let content = file.openedContent else {
+            return nil
+        }
+        let item = file.record.item
+        guard offset < item.size, size > 0 else { return .bytes([]) }
+        let range = offset..<min(offset + UInt64(size), item.size)
+        return answerFromCache(range, of: file, content: content, pid: context.pid)
+    }
+
+    /// The answer to a read of `range` when all its bytes are in `content`, with the read-ahead
+    /// it leads to under way; nil, with nothing recorded, when some are missing.
+    private func answerFromCache(_ range: Range<UInt64>, of file: OpenFile, content: CachedContent, pid: Int32)
+        -> ReadReply?
+    {
+        guard content.isPresent(range) else { return nil }
+        let item = file.record.item
+        if fetcher.fetchesBlocks, let ahead = file.readAhead.withLock({ $0.record(range, size: item.size) }) {
+            if content.isPresent(ahead.range) {
+                content.preload(ahead.range)
+            } else if gate.blockedName(of: pid) == nil {
+                fetcher.prefetch(
+                    ahead.range, inRequestsOf: ahead.requestSize, of: content, version: item.version,
+                    name: item.filename.description)
+            }
+        }
+        let blockSize = cache.blockSize
+        let blocks = Int((range.upperBound - 1) / blockSize - range.lowerBound / blockSize + 1)
+        statistics.update {
+            $0.reads.fromCache += 1
+            $0.reads.blocksFromCache += blocks
+        }
+        return .fileRange(file: CacheFileReference(content), offset: range.lowerBound, length: range.count)
     }
 
     private func countPassthrough(_ opening: PassthroughFiles.Opening) {

@@ -95,9 +95,12 @@ final class OpenFile: Sendable {
         }
     }
 
+    /// The cached content, once opened (`cachedContent`).
+    var openedContent: CachedContent? { content.withLock { $0 } }
+
     /// The cached content of this handle's version, opened on first use.
     func cachedContent(in cache: BlockCache) async throws -> CachedContent {
-        if let existing = content.withLock({ $0 }) { return existing }
+        if let openedContent { return openedContent }
         let item = record.item
         let opened = try await cache.content(
             for: item.identifier, contentVersion: item.version.content, size: item.size)

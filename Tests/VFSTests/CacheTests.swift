@@ -9,20 +9,6 @@ import VFS
 struct CacheTests {
     private static let megabyte = 1 << 20
 
-    /// Waits until `condition` holds, or records a failure after `limit`.
-    private func eventually(
-        _ what: String, limit: Duration = .seconds(10), _ condition: () async throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("\(what) did not happen within \(limit)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
-
     private func localBytes(_ vfs: VFSHarness, _ path: String) async throws -> Int {
         Int(try await vfs.xattr(try await vfs.resolve(path).inode, "user.fpfs.local_bytes")) ?? -1
     }
@@ -45,12 +31,12 @@ struct CacheTests {
         let keep = try await vfs.resolve("keep").inode
         try await vfs.fileSystem.setxattr(
             inode: keep, name: "user.fpfs.pinned", value: bytes("1"), flags: 0, context: vfs.context)
-        try await eventually("the pinned downloads' start") {
+        try await VFSHarness.eventually("the pinned downloads' start") {
             hangs.reduce(0) { $0 + injector.firedCount($1) } >= 1
         }
         let other = try await vfs.resolve("other.bin").inode
         let read = Task { try await vfs.readAll(other) }
-        try await eventually("the other file's read") { try await localBytes(vfs, "other.bin") == 1000 }
+        try await VFSHarness.eventually("the other file's read") { try await localBytes(vfs, "other.bin") == 1000 }
         #expect(hangs.reduce(0) { $0 + injector.firedCount($1) } == 1, "read-ahead held one slot of two")
         for hang in hangs { injector.remove(hang) }
         #expect(try await read.value == Array(repeating: 9, count: 1000))
@@ -67,7 +53,7 @@ struct CacheTests {
         let keep = try await vfs.resolve("keep").inode
         try await vfs.fileSystem.setxattr(
             inode: keep, name: "user.fpfs.pinned", value: bytes("1"), flags: 0, context: vfs.context)
-        try await eventually("the pinned folder's download") {
+        try await VFSHarness.eventually("the pinned folder's download") {
             try await localBytes(vfs, "keep/pinned.bin") == Self.megabyte
         }
         for index in 0..<6 {
@@ -75,7 +61,7 @@ struct CacheTests {
             #expect(try await vfs.readAll(file) == Array(repeating: UInt8(index), count: Self.megabyte))
             try await Task.sleep(for: .milliseconds(20))
         }
-        try await eventually("eviction down to the bound") {
+        try await VFSHarness.eventually("eviction down to the bound") {
             var total = try await localBytes(vfs, "keep/pinned.bin")
             for index in 0..<6 { total += try await localBytes(vfs, "f\(index)") }
             return total <= 3 * Self.megabyte
@@ -106,7 +92,7 @@ struct CacheTests {
         // Written here and uploaded: the local copy is clean, so eviction may delete it, and the
         // file then reads the same bytes from the remote.
         let written = try await vfs.writeFile("written.txt", bytes("written here\n"))
-        try await eventually("the upload of written.txt") { remote.item(atPath: "written.txt") != nil }
+        try await VFSHarness.eventually("the upload of written.txt") { remote.item(atPath: "written.txt") != nil }
         try await vfs.waitForUploads(limit: .seconds(2))
         let freed = try await vfs.fileSystem.evict(written.rawValue)
         #expect(freed.evicted == 1 && freed.refused.isEmpty, "\(freed)")
@@ -121,7 +107,7 @@ struct CacheTests {
         try await vfs.fileSystem.pin(clean.rawValue)
         // Over, not only complete: the download holds the content until its task ends, and an
         // eviction meanwhile finds it in use (seen under the load of the whole suite).
-        try await eventually("the pinned file's download") {
+        try await VFSHarness.eventually("the pinned file's download") {
             let downloading = try await vfs.fileSystem.pinProgress(clean.rawValue).downloading
             return try await vfs.xattr(clean, "user.fpfs.state") == "local" && !downloading
         }
@@ -130,7 +116,7 @@ struct CacheTests {
         // The fetch that brought the bytes holds the content until its task has ended, a moment
         // after the download is over; until then eviction refuses it as open and changes nothing
         // (seen once under the load of the whole suite).
-        try await eventually("the unpinned file's eviction") {
+        try await VFSHarness.eventually("the unpinned file's eviction") {
             try await vfs.fileSystem.evict(clean.rawValue).evicted == 1
         }
         #expect(try await vfs.xattr(clean, "user.fpfs.state") == "cloud")
@@ -143,12 +129,12 @@ struct CacheTests {
         let vfs = try await VFSHarness.make(provider: remote, replicatesChanges: true)
         let keep = try await vfs.resolve("keep").inode
         try await vfs.fileSystem.pin(keep.rawValue)
-        try await eventually("the pinned folder's download") {
+        try await VFSHarness.eventually("the pinned folder's download") {
             try await vfs.fileSystem.pinProgress(keep.rawValue).localFiles == 1
         }
         _ = try remote.addFile(path: "keep/later.txt", text: "later\n")
         _ = try await vfs.fileSystem.replicateChangesNow()
-        try await eventually("the download of the file that appeared later") {
+        try await VFSHarness.eventually("the download of the file that appeared later") {
             let progress = try await vfs.fileSystem.pinProgress(keep.rawValue)
             return progress.files == 2 && progress.localFiles == 2
         }

@@ -150,6 +150,46 @@ struct PartialReadTests {
         #expect(remote.recorder.bytesServed == UInt64(opened.contents.count), "each block is fetched once")
     }
 
+    /// A read of bytes already in the cache file is answered on the session thread, and moves the
+    /// read-ahead on as a read by the task does; a miss, a read before the first one opened the
+    /// cache file, and a read past the end are answered as before.
+    @Test func aReadOfBytesHereIsAnsweredOnTheSessionThreadAndMovesReadAheadOn() async throws {
+        let opened = try await OpenedFile(pattern(8 << 20), pipelineDepth: 1)
+        let (remote, vfs, file, handle) = (opened.remote, opened.vfs, opened.file, opened.handle)
+        let fileSystem = vfs.fileSystem
+        #expect(
+            fileSystem.readNow(inode: file.inode, handle: handle, offset: 0, size: 4096, context: vfs.context) == nil,
+            "a first read opens the cache file in the task")
+        #expect(try await opened.read(at: 0, size: 128 << 10) == opened.expected(at: 0, size: 128 << 10))
+        var answered: ReadReply?
+        try await VFSHarness.eventually("the first fetch's landing") {
+            answered = fileSystem.readNow(
+                inode: file.inode, handle: handle, offset: 128 << 10, size: 128 << 10, context: vfs.context)
+            return answered != nil
+        }
+        #expect(try VFSHarness.bytes(of: try #require(answered)) == opened.expected(at: 128 << 10, size: 128 << 10))
+        let far: UInt64 = 6 << 20
+        #expect(
+            fileSystem.readNow(inode: file.inode, handle: handle, offset: far, size: 4096, context: vfs.context) == nil,
+            "a miss waits in a task")
+        let end = fileSystem.readNow(
+            inode: file.inode, handle: handle, offset: UInt64(opened.contents.count), size: 4096, context: vfs.context)
+        #expect(try VFSHarness.bytes(of: try #require(end)).isEmpty)
+        // Sequential reads answered here grow the window as before: the read-ahead fetches the rest.
+        var offset: UInt64 = 256 << 10
+        while offset < 2 * Self.blockSize {
+            let reply = try #require(
+                fileSystem.readNow(
+                    inode: file.inode, handle: handle, offset: offset, size: 128 << 10, context: vfs.context))
+            #expect(try VFSHarness.bytes(of: reply) == opened.expected(at: offset, size: 128 << 10))
+            offset += 128 << 10
+        }
+        try await VFSHarness.eventually("the read-ahead of the reads answered here") {
+            remote.recorder.bytesServed > 2 * Self.blockSize
+        }
+        try await fileSystem.release(inode: file.inode, handle: handle, flags: 0)
+    }
+
     /// A block already here ends what rides along: the miss fetches only its own block.
     @Test func whatRidesOnAMissStopsAtBytesAlreadyHere() async throws {
         let opened = try await OpenedFile(pattern(4 << 20))

@@ -103,6 +103,20 @@ struct VFSHarness {
         return bytes
     }
 
+    /// Waits until `condition` holds, or records a failure after `limit`.
+    static func eventually(
+        _ what: String, limit: Duration = .seconds(10), _ condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + limit
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("\(what) did not happen within \(limit)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// The bytes a read reply carries (reading fd-backed replies from their file).
     static func bytes(of reply: ReadReply) throws -> [UInt8] {
         switch reply {
