@@ -70,20 +70,31 @@ public final class MetadataStore: Sendable {
         database.add(transactionObserver: itemChanges, extent: .databaseLifetime)
     }
 
-    /// Runs `updates` in a write transaction. When the disk is full the store's reserve is given
-    /// up and the transaction tried again, so that the journal still takes the deletions that free
-    /// the disk (SpaceReserve); the reserve is taken back once there is room.
+    /// Runs `updates` in a write transaction. When the disk is full the store's reserve gives up
+    /// a slice and the transaction is tried again, until it succeeds or the reserve is spent, so
+    /// that the journal still takes the deletions that free the disk (SpaceReserve); the reserve is
+    /// taken back once there is room.
     func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
         do {
             let result = try await database.write(updates)
             if let reserve, reserve.isDue { try? await BlockingIO.run { reserve.takeIfRoom() } }
             return result
-        } catch let error as DatabaseError
-            where error.resultCode == .SQLITE_FULL || error.extendedResultCode == .SQLITE_IOERR_SHMSIZE
-        {
-            guard let reserve, reserve.release() else { throw error }
-            return try await database.write(updates)
+        } catch let error as DatabaseError where Self.meansDiskFull(error) {
+            var failure = error
+            while let reserve, reserve.release() {
+                do {
+                    return try await database.write(updates)
+                } catch let error as DatabaseError where Self.meansDiskFull(error) {
+                    failure = error
+                }
+            }
+            throw failure
         }
+    }
+
+    /// SQLite found no room: the database or its log could not grow, or the shared-memory file.
+    private static func meansDiskFull(_ error: DatabaseError) -> Bool {
+        error.resultCode == .SQLITE_FULL || error.extendedResultCode == .SQLITE_IOERR_SHMSIZE
     }
 
     private static var migrator: DatabaseMigrator {
