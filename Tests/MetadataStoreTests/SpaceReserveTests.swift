@@ -30,12 +30,7 @@ struct SpaceReserveTests {
         let filler = folder.appendingPathComponent("filler").path
         #expect(await run(["dd", "if=/dev/zero", "of=\(filler)", "bs=64k", "status=none"]) != 0)
 
-        let items = (0..<2000).map { index in
-            Item(
-                identifier: ItemIdentifier("f\(index)"), parentIdentifier: .rootContainer,
-                filename: Filename("a file with a long enough name, number \(index)"), kind: .file, size: 1,
-                version: ItemVersion(content: "1", metadata: "1"))
-        }
+        let items = files(2000, named: "a file with a long enough name, number")
         _ = try await store.upsert(items)
         let afterFirst = allocatedBytes(reserve)
         #expect(afterFirst < whole, "a slice of the reserve was given up for the write")
@@ -45,13 +40,7 @@ struct SpaceReserveTests {
         // A file still being written takes what was freed; the next write gets another slice.
         #expect(await run(["dd", "if=/dev/zero", "of=\(filler)-2", "bs=64k", "status=none"]) != 0)
         // Twice as many rows as before, so that the log has to grow past what the first write left.
-        let more = (0..<4000).map { index in
-            Item(
-                identifier: ItemIdentifier("g\(index)"), parentIdentifier: .rootContainer,
-                filename: Filename("added after the disk filled up again, number \(index)"), kind: .file, size: 1,
-                version: ItemVersion(content: "1", metadata: "1"))
-        }
-        _ = try await store.upsert(more)
+        _ = try await store.upsert(files(4000, named: "added after the disk filled up again, number"))
         #expect(try await store.children(of: .rootContainer).count == 6000)
         #expect(allocatedBytes(reserve) < afterFirst, "another slice was given up")
         #expect(allocatedBytes(reserve) > 0, "some is left for the next")
@@ -64,6 +53,17 @@ struct SpaceReserveTests {
             try await Task.sleep(for: .milliseconds(200))
         }
         #expect(allocatedBytes(reserve) == whole, "the reserve is taken back")
+    }
+
+    /// `count` one-byte files in the root, named `name` and their number (which is their identifier
+    /// too, so that different names make different files).
+    private func files(_ count: Int, named name: String) -> [Item] {
+        (0..<count).map { index in
+            Item(
+                identifier: ItemIdentifier("\(name) \(index)"), parentIdentifier: .rootContainer,
+                filename: Filename("\(name) \(index)"), kind: .file, size: 1,
+                version: ItemVersion(content: "1", metadata: "1"))
+        }
     }
 
     /// The bytes allocated to the file at `path` (0 when there is none).
