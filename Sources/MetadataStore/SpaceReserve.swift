@@ -21,6 +21,8 @@ public final class SpaceReserve: Sendable {
         /// How many bytes of the file are allocated (its length: slices are cut from its end).
         var heldBytes: Int64 = 0
         var lastAttempt = ContinuousClock.now - .seconds(3600)
+        /// How many slices have been given up: a refill that ran meanwhile does not count.
+        var releases = 0
         let size: Int64
 
         var isDue: Bool { heldBytes < size && ContinuousClock.now - lastAttempt >= SpaceReserve.retryInterval }
@@ -48,44 +50,54 @@ public final class SpaceReserve: Sendable {
     /// it.
     var isDue: Bool { state.withLock { $0.isDue } }
 
-    /// Frees the reserve's last slice of blocks; true when it held some.
+    /// Frees the reserve's last slice of blocks; true when it held some. Under the lock, so that a
+    /// refill ending meanwhile (`takeIfRoom`) leaves the file as this says.
     func release() -> Bool {
         state.withLock { state in
             guard state.heldBytes > 0 else { return false }
             state.heldBytes = max(state.heldBytes - Self.slice, 0)
-            if state.heldBytes == 0 { unlink(path) } else { truncate(path, off_t(state.heldBytes)) }
+            state.releases += 1
+            cut(to: state.heldBytes)
             return true
         }
     }
 
     /// Takes the whole reserve again when it is not all held, there is room for what it lacks
     /// beyond the reserve's half, and the last attempt is a while ago. Blocks briefly (statvfs,
-    /// fallocate).
+    /// fallocate), outside the lock: `release` runs on the store's writing task and must not
+    /// wait for an allocation.
     func takeIfRoom() {
-        let due = state.withLock { state -> Bool in
-            guard state.isDue else { return false }
+        let start = state.withLock { state -> (held: Int64, releases: Int)? in
+            guard state.isDue else { return nil }
             state.lastAttempt = .now
-            return true
+            return (state.heldBytes, state.releases)
         }
-        guard due else { return }
+        guard let start else { return }
         // What is missing needs room beyond itself, half the reserve again, so as not to take the
-        // last of a disk being written. Under the lock, so that no slice is cut meanwhile.
+        // last of a disk being written.
+        var disk = statvfs()
+        let directory = (path as NSString).deletingLastPathComponent
+        guard statvfs(directory, &disk) == 0,
+            Int64(disk.f_bavail) * Int64(disk.f_frsize) >= size - start.held + size / 2
+        else { return }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return }
+        let allocated = posix_fallocate(descriptor, 0, off_t(size)) == 0
+        close(descriptor)
         state.withLock { state in
-            var disk = statvfs()
-            let directory = (path as NSString).deletingLastPathComponent
-            guard statvfs(directory, &disk) == 0,
-                Int64(disk.f_bavail) * Int64(disk.f_frsize) >= size - state.heldBytes + size / 2
-            else { return }
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { return }
-            defer { close(descriptor) }
-            // A failure may have allocated part of the range: the file's length says what is held.
-            if posix_fallocate(descriptor, 0, off_t(size)) == 0 {
+            if allocated, state.releases == start.releases {
                 state.heldBytes = size
             } else {
-                ftruncate(descriptor, off_t(state.heldBytes))
+                // A failure may have allocated part of the range, a release meanwhile cut a slice
+                // the allocation put back: the file goes back to what is held.
+                cut(to: state.heldBytes)
             }
         }
+    }
+
+    /// Leaves the reserve's file `bytes` long, or none.
+    private func cut(to bytes: Int64) {
+        if bytes == 0 { unlink(path) } else { truncate(path, off_t(bytes)) }
     }
 
     /// The reserve for a store on a disk of `capacity` bytes: 2% of it, from 8 MiB (what SQLite's
