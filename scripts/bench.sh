@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures fpfs's speed as shared/BENCHMARKS.md defines it: ratios against references measured
+# Measures fpfs's speed as docs/BENCHMARKS.md says it is judged: ratios against references measured
 # side by side in one run, interleaved, median (min-max) over the repetitions. The server is
 # Apache mod_dav on 127.0.0.1 (started and stopped by pid, as the tests do); the references are
 # curl against the same server, `rclone mount` of the same server (--vfs-cache-mode off and full),
@@ -29,7 +29,7 @@ while (($#)); do
     esac
     shift
 done
-# Five repetitions, as shared/BENCHMARKS.md asks; three for a quick look.
+# Five repetitions, as docs/BENCHMARKS.md asks of a full run; three for a quick look.
 repetitions="${repetitions:-$((quick ? 3 : 5))}"
 # wants BN: whether benchmark BN was asked for.
 wants() { [[ ",$only," == *",$1,"* ]]; }
@@ -219,6 +219,7 @@ row() {
     holds="$(awk -v m="$m" -v l="$6" -v op="$5" 'BEGIN { print ((op == ">=" ? m >= l : m <= l) ? "yes" : "no") }')"
     [[ $4 == "-" ]] && holds="-"
     rows+=("| $1 | $2 | $(summary "$3") | $4 | $holds |")
+    printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$holds" >>"$work/rows.tsv"
 }
 
 # --- B1, B4, B9 (streaming), B11: cold sequential read ------------------------------------------
@@ -772,8 +773,25 @@ for benchmark in B1 B2 B3 B5 B6 B7 B8 B10; do
 done
 
 # --- table --------------------------------------------------------------------------------------
+machine="$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); Apache $(/usr/sbin/apache2 -v | sed -n 's/.*Apache\/\([^ ]*\).*/\1/p'), rclone $(rclone version | head -1 | cut -d' ' -f2); $repetitions repetitions$( ((quick)) && echo ', --quick'); $only in $(calc "int(($(now) - $started) / 60)") min"
+# The run's raw figures, every sample of every row, as a data file beside the docs (DECISIONS 164).
+data="docs/benchmarks/$(date -u +%Y-%m-%dT%H%M)-$(git rev-parse --short HEAD 2>/dev/null || echo unknown).json"
+mkdir -p docs/benchmarks
+python3 - "$work" "$machine" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" "$quick" >"$data" <<'PY'
+import json, os, sys
+work, machine, commit, quick = sys.argv[1:5]
+rows = []
+if os.path.exists(f"{work}/rows.tsv"):
+    for line in open(f"{work}/rows.tsv", encoding="utf-8"):
+        name, reference, series, goal, holds = line.rstrip("\n").split("\t")
+        path = f"{work}/samples.{series}"
+        samples = [float(v) for v in open(path)] if os.path.exists(path) else []
+        rows.append({"benchmark": name, "reference": reference, "samples": samples, "goal": goal, "holds": holds})
+json.dump({"commit": commit, "machine": machine, "quick": quick == "1", "rows": rows}, sys.stdout, indent=1, ensure_ascii=False)
+PY
+log "raw figures: $data"
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); Apache $(/usr/sbin/apache2 -v | sed -n 's/.*Apache\/\([^ ]*\).*/\1/p'), rclone $(rclone version | head -1 | cut -d' ' -f2); $repetitions repetitions$( ((quick)) && echo ', --quick'); $only in $(calc "int(($(now) - $started) / 60)") min"
+echo "$machine"
 echo
 echo "| benchmark | reference | ratio: median (min-max) | goal | holds |"
 echo "|---|---|---|---|---|"
