@@ -20,9 +20,13 @@ public struct Filename: Hashable, Sendable, Codable, CustomStringConvertible, Ex
     public var utf8String: String? { String(validating: bytes, as: UTF8.self) }
 
     /// True when the name can stand in a directory on Linux.
-    public var isValid: Bool {
-        !bytes.isEmpty && bytes.count <= Self.maximumLength && !bytes.contains(0x2F) && !bytes.contains(0)
-            && bytes != [0x2E] && bytes != [0x2E, 0x2E]
+    public var isValid: Bool { bytes.count <= Self.maximumLength && isComponent }
+
+    /// True when the name can stand between two slashes of a path, whatever its length: a remote
+    /// may hold longer names than Linux shows (NTFS counts 255 UTF-16 units, a WebDAV server's
+    /// hrefs have no limit), and such an entry is one item to skip, not a broken listing.
+    public var isComponent: Bool {
+        !bytes.isEmpty && !bytes.contains(0x2F) && !bytes.contains(0) && bytes != [0x2E] && bytes != [0x2E, 0x2E]
     }
 
     /// Throws `ProviderError.cannotSynchronize` for a name Linux cannot show.

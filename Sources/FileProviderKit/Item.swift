@@ -107,6 +107,20 @@ public struct Item: Hashable, Sendable, Codable {
     }
 }
 
+extension Item {
+    /// The largest size an item may have: what `st_size` (an `off_t`) and the store hold.
+    public static let maximumSize = UInt64(Int64.max)
+
+    /// Why the engine cannot show this item as it is: its name is not one Linux allows (empty,
+    /// over 255 bytes, with `/` or NUL, `.` or `..`), or its size is beyond `maximumSize`; nil when it
+    /// can. Such items are skipped and logged where they arrive, never stored (DECISIONS 181).
+    public var unshowableReason: String? {
+        if !filename.isValid { return "its name is not one Linux allows (\(filename.bytes.count) bytes)" }
+        if size > Self.maximumSize { return "its size \(size) is beyond \(Self.maximumSize) bytes" }
+        return nil
+    }
+}
+
 /// Which fields of an item a create or modify sets (NSFileProviderItemFields).
 public struct ItemFields: OptionSet, Hashable, Sendable, Codable {
     public let rawValue: UInt32

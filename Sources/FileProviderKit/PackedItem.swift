@@ -126,7 +126,10 @@ public enum PackedItem {
         mutating func string() throws -> String { String(decoding: try bytes(), as: UTF8.self) }
 
         mutating func timestamp() throws -> Timestamp {
-            Timestamp(seconds: try integer(Int64.self), nanoseconds: try integer(UInt32.self))
+            let seconds = try integer(Int64.self)
+            let nanoseconds = try integer(UInt32.self)
+            guard nanoseconds < 1_000_000_000 else { throw Malformed() }
+            return Timestamp(seconds: seconds, nanoseconds: nanoseconds)
         }
 
         mutating func optional<T>(_ read: (inout Reader) throws -> T) throws -> T? {

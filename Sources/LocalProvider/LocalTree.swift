@@ -141,7 +141,10 @@ final class LocalTree: Sendable {
     func children(of path: RelativePath) throws -> [Filename] {
         let shown: Set<UInt8> = [UInt8(DT_REG), UInt8(DT_DIR), UInt8(DT_LNK), UInt8(DT_UNKNOWN)]
         let hidden = path.isRoot ? FolderTrash.folderName : nil
-        return try POSIX.entries(of: absolute(path)).filter { shown.contains($0.type) && $0.name != hidden }
+        // A name over 255 bytes (NTFS and exFAT hold 255 UTF-16 units, up to 765 bytes) cannot be
+        // shown, stat'ed by every tool, nor named in a page: it is left out, the rest is listed.
+        return try POSIX.entries(of: absolute(path))
+            .filter { shown.contains($0.type) && $0.name != hidden && $0.name.isValid }
             .map(\.name).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
     }
 

@@ -28,17 +28,25 @@ extension ItemRecord: FetchableRecord {
             throw DatabaseError(message: "unknown item kind \(kindRaw)")
         }
         let creation: Int64? = row[6]
-        self.inode = UInt64(row[0] as Int64)
+        /// A column's integer as the type the item holds; a row no build writes throws, not traps.
+        func integer<T: FixedWidthInteger>(_ column: Int, as type: T.Type) throws -> T {
+            let value: Int64 = row[column]
+            guard let exact = T(exactly: value) else {
+                throw DatabaseError(message: "item column \(ItemRecord.columns[column - 1]) holds \(value)")
+            }
+            return exact
+        }
+        self.inode = try integer(0, as: UInt64.self)
         self.item = Item(
             identifier: ItemIdentifier(row[1] as String),
             parentIdentifier: ItemIdentifier(row[2] as String),
             filename: Filename(bytes: (row[3] as BlobBytes).bytes),
             kind: kind,
-            size: UInt64(row[5] as Int64),
+            size: try integer(5, as: UInt64.self),
             creationDate: creation.map { Timestamp(nanosecondsSince1970: $0) },
             contentModificationDate: Timestamp(nanosecondsSince1970: row[7]),
-            permissions: UInt16(row[8] as Int64),
-            capabilities: ItemCapabilities(rawValue: UInt32(row[9] as Int64)),
+            permissions: try integer(8, as: UInt16.self),
+            capabilities: ItemCapabilities(rawValue: try integer(9, as: UInt32.self)),
             version: ItemVersion(content: (row[10] as BlobBytes).bytes, metadata: (row[11] as BlobBytes).bytes),
             symlinkTarget: (row[12] as BlobBytes?)?.bytes,
             userInfo: userInfo
@@ -49,11 +57,14 @@ extension ItemRecord: FetchableRecord {
 extension Item {
     /// The column values of this item, in the order of `ItemRecord.columns`. Values, not
     /// `DatabaseValueConvertible` existentials: a listing binds 13 of them per item.
+    /// Throws for a size beyond `Item.maximumSize`: the engine refuses such items before they get
+    /// here (DECISIONS 180), and the column is an Int64.
     func columnValues() throws -> [DatabaseValue] {
+        guard let size = Int64(exactly: size) else { throw DatabaseError(message: "item size \(size) is too large") }
         let userInfoData = userInfo.isEmpty ? nil : try JSONEncoder().encode(userInfo)
         return [
             identifier.rawValue.databaseValue, parentIdentifier.rawValue.databaseValue,
-            Data(filename.bytes).databaseValue, Int64(kind.rawValue).databaseValue, Int64(size).databaseValue,
+            Data(filename.bytes).databaseValue, Int64(kind.rawValue).databaseValue, size.databaseValue,
             creationDate?.nanosecondsSince1970.databaseValue ?? .null,
             contentModificationDate.nanosecondsSince1970.databaseValue, Int64(permissions).databaseValue,
             Int64(capabilities.rawValue).databaseValue, Data(version.content).databaseValue,

@@ -90,8 +90,8 @@ final class CacheSink: ContentSink {
     /// `maximumQueuedBytes` wait: the caller is to wait for the writer, and `waiter`, if given, is
     /// called once it has stored them.
     private func enqueue(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64, waiter: Waiter?) throws -> Bool {
-        progress.touch()
         let count = bytes.withUnsafeBytes { UInt64($0.count) }
+        progress.touch(bytes: count)
         let (startWriter, mustWait) = try state.withLock { state throws -> (Bool, Bool) in
             if let failure = state.failure { throw failure }
             if state.isClosed { throw CancellationError() }

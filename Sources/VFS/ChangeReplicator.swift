@@ -248,6 +248,11 @@ final class ChangeReplicator: Sendable {
     /// Applies one batch to the store, then to the caches and the kernel; returns how many items
     /// changed in the mount.
     private func apply(updated: [Item], deleted: [ItemIdentifier]) async throws -> Int {
+        let updated = updated.filter { item in
+            guard let reason = item.unshowableReason else { return true }
+            logger.warning("skipping the remote's change of \(item.filename): \(reason)")
+            return false
+        }
         guard !updated.isEmpty || !deleted.isEmpty else { return 0 }
         let released = Mutex<[UInt64]>([])
         let localFiles = self.localFiles

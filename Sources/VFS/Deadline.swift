@@ -1,11 +1,35 @@
 import Synchronization
 
 /// When the remote last made progress, shared between a fetch's sink and its watchdog.
+///
+/// Progress is bytes at a rate, not any byte: the mark moves only when the bytes received since
+/// it last moved came at `minimumRate` or faster over that time. A remote that trickles (one byte
+/// every two seconds) never moves it, and fails the call after the remote bound as one that sends
+/// nothing does; a slow but working link moves it with each of its first pieces (DECISIONS 184).
 final class ProgressMark: Sendable {
-    private let last = Mutex(ContinuousClock.now)
+    /// Bytes per second below which a transfer counts as stalled: 1 KiB/s, far below any link a
+    /// mount is usable over, far above a hostile trickle.
+    static let minimumRate = 1024.0
 
-    func touch() { last.withLock { $0 = .now } }
-    var lastProgress: ContinuousClock.Instant { last.withLock { $0 } }
+    private struct State {
+        var last = ContinuousClock.now
+        var bytesSince = 0.0
+    }
+    private let state = Mutex(State())
+
+    /// `count` bytes arrived.
+    func touch(bytes count: UInt64) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            state.bytesSince += Double(count)
+            if state.bytesSince >= Self.minimumRate * ((now - state.last) / .seconds(1)) {
+                state.last = now
+                state.bytesSince = 0
+            }
+        }
+    }
+
+    var lastProgress: ContinuousClock.Instant { state.withLock { $0.last } }
 }
 
 /// Runs provider calls under the remote bound.

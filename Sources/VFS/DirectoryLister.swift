@@ -76,6 +76,19 @@ final class DirectoryLister: Sendable {
         }
     }
 
+    /// `ensureListed`, but a remote that cannot be reached is no failure: returns false, and the
+    /// caller answers from what the store knows (local items only, in a folder never listed). A
+    /// name looked up or made there is checked against the remote later (DECISIONS 182).
+    func listedUnlessUnreachable(_ directory: ItemIdentifier) async throws -> Bool {
+        do {
+            try await ensureListed(directory)
+            return true
+        } catch let error where FileSystem.meansUnreachable(error) {
+            logger.info("\(directory) is not listed: the remote cannot be reached (\(error))")
+            return false
+        }
+    }
+
     /// Marks `directories` stale: their next use lists them again. (The store first, so that a
     /// lookup meanwhile cannot take them as complete from the store.)
     func markStale(_ directories: [ItemIdentifier]) async throws {
@@ -127,8 +140,8 @@ final class DirectoryLister: Sendable {
             statistics.update { $0.listings.pages += 1 }
             var items: [Item] = []
             for var item in result.items {
-                guard item.filename.isValid else {
-                    logger.warning("skipping an item with an invalid name in \(directory): \(item.filename)")
+                if let reason = item.unshowableReason {
+                    logger.warning("skipping \(item.filename) in \(directory): \(reason)")
                     continue
                 }
                 item.parentIdentifier = directory

@@ -119,7 +119,10 @@ extension FileSystem {
         let directory = try await directory(parent)
         let filename = try Self.validName(name)
         try refuseNameTheRemoteCannotHold(filename, in: directory.identifier)
-        try await lister.ensureListed(directory.identifier)
+        // Writes are local first, also in a folder the remote cannot list now: the name is
+        // checked against the local items, and a name the remote holds is met by the uploader,
+        // which then takes a conflict name (DECISIONS 182).
+        _ = try await lister.listedUnlessUnreachable(directory.identifier)
         let now = Timestamp.now
         let item = Item(
             identifier: .makeLocal(), parentIdentifier: directory.identifier, filename: filename, kind: kind,

@@ -194,10 +194,13 @@ public final class FileSystem: FileSystemOperations {
             let filename = Filename(bytes: name)
             guard name.count <= Filename.maximumLength else { throw Errno.fileNameTooLong }
             guard filename.isValid else { throw Errno.noSuchFileOrDirectory }
-            try await self.lister.ensureListed(directory.identifier)
+            // A folder the remote cannot list now answers from its local items, and a missing name
+            // is not cached: `open(O_CREAT)` and `mkdir` look the name up first and must go on to
+            // make it (local first, DECISIONS 182), and the next lookup asks the remote again.
+            let listed = try await self.lister.listedUnlessUnreachable(directory.identifier)
             let epoch = self.nodes.epoch
             guard let child = try await self.store.child(of: directory.identifier, named: filename) else {
-                return .negative(timeout: self.configuration.negativeTimeout)
+                return .negative(timeout: listed ? self.configuration.negativeTimeout : .zero)
             }
             self.nodes.addLookup(of: child, readAt: epoch)
             return self.entry(for: child)

@@ -26,6 +26,16 @@ struct MultistatusParser {
         var extendedAttributesStatus: Int?
     }
 
+    /// The longest text one element may have, however it is split (by comments, CDATA sections,
+    /// references): what one token may hold.
+    static let maximumTextLength = XMLPullParser.maximumTokenLength
+    /// The most bytes one answer may have: 4 GiB, some 10 million entries of a listing. An
+    /// answer that goes on beyond it (a hostile server's endless stream) is refused, not spooled
+    /// to disk for good.
+    static let maximumAnswerLength: UInt64 = 1 << 32
+    /// The most responses one answer may have (a folder of 10 million entries).
+    static let maximumResponses = 10_000_000
+
     static let dav = "DAV:"
     static let ownCloud = "http://owncloud.org/ns"
     static let fpfs = ExtendedAttributes.namespace
@@ -74,9 +84,17 @@ struct MultistatusParser {
     private var pendingStatus: Int?
     /// The `sync-token` of a sync-collection REPORT's answer, once read (it follows the responses).
     private(set) var syncToken: String?
+    /// Bytes and responses read so far, against `maximumAnswerLength` and `maximumResponses`.
+    private var answerLength: UInt64 = 0
+    private var responses = 0
 
-    /// Consumes a piece of the body and returns the responses it completed.
-    mutating func feed(_ bytes: some Sequence<UInt8>) throws(XMLPullParser.Malformed) -> [Response] {
+    /// Consumes a piece of the body and returns the responses it completed. Throws once the
+    /// answer goes beyond one of the bounds above or `XMLPullParser`'s (DECISIONS 183).
+    mutating func feed(_ bytes: some Collection<UInt8>) throws(XMLPullParser.Malformed) -> [Response] {
+        answerLength += UInt64(bytes.count)
+        guard answerLength <= Self.maximumAnswerLength else {
+            throw XMLPullParser.Malformed(reason: "an answer longer than \(Self.maximumAnswerLength) bytes")
+        }
         var completed: [Response] = []
         for event in try xml.feed(bytes) {
             switch event {
@@ -89,9 +107,20 @@ struct MultistatusParser {
                 text.removeAll(keepingCapacity: true)
                 started(element)
             case .text(let piece):
-                text += xml.text(piece)
+                let more = xml.text(piece)
+                guard text.count + more.count <= Self.maximumTextLength else {
+                    throw XMLPullParser.Malformed(
+                        reason: "an element's text longer than \(Self.maximumTextLength) bytes")
+                }
+                text += more
             case .end(let id):
-                if let done = ended(element(id)) { completed.append(done) }
+                if let done = ended(element(id)) {
+                    responses += 1
+                    guard responses <= Self.maximumResponses else {
+                        throw XMLPullParser.Malformed(reason: "more than \(Self.maximumResponses) responses")
+                    }
+                    completed.append(done)
+                }
                 path.removeLast()
                 text.removeAll(keepingCapacity: true)
             }

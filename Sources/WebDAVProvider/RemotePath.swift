@@ -40,11 +40,11 @@ struct RemotePath: Hashable, Sendable, CustomStringConvertible {
         return RemotePath(components: components)
     }
 
-    /// `bytes` as a path component: nil unless they are a valid filename other than `.` and `..`.
+    /// `bytes` as a path component: nil when empty, `.`, `..` or holding `/` or NUL. A name longer
+    /// than Linux allows is a component: the engine skips its item (DECISIONS 181).
     static func component(_ bytes: [UInt8]) -> Filename? {
         let name = Filename(bytes: bytes)
-        guard name.isValid, bytes != [0x2E], bytes != [0x2E, 0x2E] else { return nil }
-        return name
+        return name.isComponent ? name : nil
     }
 
     var identifier: ItemIdentifier { components.isEmpty ? .rootContainer : ItemIdentifier("/" + encoded) }

@@ -48,13 +48,17 @@ final class WebDAVClient: Sendable {
         minimum: 64 << 10, initial: 128 << 10, maximum: 128 << 10)
 
     /// Checks the URL and opens the connection pool; throws `cannotSynchronize` for a URL that is
-    /// not `http(s)://host[:port]/path`.
+    /// not `http(s)://host[:port]/path` with a port from 1 to 65535.
     init(configuration: WebDAVProvider.Configuration) throws {
         guard let components = URLComponents(url: configuration.url, resolvingAgainstBaseURL: false),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty
         else {
             throw ProviderError.cannotSynchronize(reason: "'\(configuration.url)' is not an http:// or https:// URL")
+        }
+        // The HTTP client traps on a port beyond 16 bits.
+        if let port = components.port, !(1...65535).contains(port) {
+            throw ProviderError.cannotSynchronize(reason: "the port of '\(configuration.url)' is not from 1 to 65535")
         }
         let hostPart = host.contains(":") ? "[\(host)]" : host
         origin = "\(scheme)://\(hostPart)" + (components.port.map { ":\($0)" } ?? "")

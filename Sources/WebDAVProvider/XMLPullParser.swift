@@ -42,6 +42,13 @@ struct XMLPullParser {
 
     /// The longest markup or text run held while waiting for its end; more means a broken stream.
     static let maximumTokenLength = 1 << 20
+    /// The deepest nesting of elements: a multistatus needs 7 or so, and each open element costs
+    /// memory, so a hostile answer that never closes its elements is refused here (DECISIONS 183).
+    static let maximumDepth = 64
+    /// The most distinct qualified names, prefixes, namespaces (and namespace declarations in
+    /// scope) one document may use: each is kept for the whole document. A multistatus uses a
+    /// few dozen.
+    static let maximumNames = 1024
 
     /// A run of the input, borrowed for the length of one `feed`: slicing the array itself would
     /// count a reference to its storage in and out for every token.
@@ -187,15 +194,23 @@ struct XMLPullParser {
         }
         let scope = declarations.count
         try declareNamespaces(in: content.dropFirst(qualified.count))
-        let number = knownName(qualified)
+        let number = try knownName(qualified)
         let name = try resolve(number)
         events.append(.start(name))
         if isEmpty {
             declarations.removeLast(declarations.count - scope)
             events.append(.end(name))
         } else {
+            guard open.count < Self.maximumDepth else {
+                throw Malformed(reason: "elements nested deeper than \(Self.maximumDepth)")
+            }
             open.append((name, number, scope))
         }
+    }
+
+    /// Throws once a table of names holds `maximumNames`: the document is hostile or broken.
+    private static func checkRoom(_ count: Int, of what: String) throws(Malformed) {
+        guard count < maximumNames else { throw Malformed(reason: "more than \(maximumNames) distinct \(what)") }
     }
 
     /// A qualified name's prefix's number, its local name, and the name it resolved to last, by
@@ -208,20 +223,23 @@ struct XMLPullParser {
     }
 
     /// The number of the qualified name `qualified`, numbering it if it is new.
-    private mutating func knownName(_ qualified: Bytes) -> Int {
+    private mutating func knownName(_ qualified: Bytes) throws(Malformed) -> Int {
         let spelling = UnsafeBufferPointer(rebasing: qualified)
         if let number = qualifiedSpellings.number(of: spelling) { return number }
+        try Self.checkRoom(qualifiedNames.count, of: "element names")
         let colon = qualified.firstIndex(of: UInt8(ascii: ":"))
         let prefix = colon.map { qualified[..<$0] } ?? qualified.prefix(0)
         let local = String(decoding: colon.map { qualified[($0 + 1)...] } ?? qualified, as: UTF8.self)
-        qualifiedNames.append(QualifiedName(prefix: prefixNumber(prefix), local: local))
+        qualifiedNames.append(QualifiedName(prefix: try prefixNumber(prefix), local: local))
         return qualifiedSpellings.add(spelling)
     }
 
     /// The number of `prefix`, numbering it if it is new.
-    private mutating func prefixNumber(_ prefix: Bytes) -> Int {
+    private mutating func prefixNumber(_ prefix: Bytes) throws(Malformed) -> Int {
         let spelling = UnsafeBufferPointer(rebasing: prefix)
-        return prefixes.number(of: spelling) ?? prefixes.add(spelling)
+        if let number = prefixes.number(of: spelling) { return number }
+        try Self.checkRoom(prefixes.spellings.count, of: "namespace prefixes")
+        return prefixes.add(spelling)
     }
 
     /// The number of the name qualified name `number` stands for, by the declarations in scope.
@@ -236,6 +254,7 @@ struct XMLPullParser {
         let name = Name(namespace: namespaces[namespace], local: known.local)
         let id = nameIDs[name] ?? names.count
         if id == names.count {
+            try Self.checkRoom(names.count, of: "names")
             names.append(name)
             nameIDs[name] = id
         }
@@ -268,7 +287,8 @@ struct XMLPullParser {
             if name.starts(with: xmlns),
                 name.count == xmlns.count || name[name.startIndex + xmlns.count] == UInt8(ascii: ":")
             {
-                let prefix = prefixNumber(name.dropFirst(xmlns.count + 1))
+                let prefix = try prefixNumber(name.dropFirst(xmlns.count + 1))
+                try Self.checkRoom(declarations.count, of: "namespace declarations in scope")
                 declarations.append((prefix, try knownNamespace(value)))
             } else if value.contains(UInt8(ascii: "&")) {
                 _ = try Self.decodeReferences(value)
@@ -281,6 +301,7 @@ struct XMLPullParser {
     private mutating func knownNamespace(_ value: Bytes) throws(Malformed) -> Int {
         let spelling = UnsafeBufferPointer(rebasing: value)
         if let known = namespaceSpellings.number(of: spelling) { return namespaceOfSpelling[known] }
+        try Self.checkRoom(namespaceOfSpelling.count, of: "namespace names")
         let namespace = String(decoding: try Self.decodeReferences(value), as: UTF8.self)
         let number = namespaces.firstIndex(of: namespace) ?? namespaces.count
         if number == namespaces.count { namespaces.append(namespace) }

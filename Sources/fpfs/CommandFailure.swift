@@ -20,10 +20,18 @@ extension CommandFailure {
 extension CommandFailure {
     /// Fails unless `value`, given with `option`, is a whole number of seconds in `range`.
     static func checkSeconds(_ value: Int, of option: String, in range: ClosedRange<Int>) throws {
-        guard range.contains(value) else {
-            throw CommandFailure(
-                "\(option) must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound)")
-        }
+        try check(value, of: option, in: range, "a whole number of seconds")
+    }
+
+    /// Fails unless `value`, given with `option`, is in `range`, with a message naming both (and
+    /// saying "positive" for a negative value). Numeric options are parsed `.unconditional`ly, so
+    /// `-5` reaches here instead of being read as an option with a value missing.
+    static func check(_ value: Int, of option: String, in range: ClosedRange<Int>, _ what: String) throws {
+        guard !range.contains(value) else { return }
+        let sign =
+            value < 0 && range.lowerBound >= 0 ? (range.lowerBound > 0 ? "positive, " : "zero or positive, ") : ""
+        throw CommandFailure(
+            "\(option) must be \(sign)\(what) from \(range.lowerBound) to \(range.upperBound), not \(value)")
     }
 }
 

@@ -28,22 +28,30 @@ struct MountCommand: AsyncParsableCommand {
     @Flag(help: "Stay attached to the terminal (for systemd and debugging).")
     var foreground = false
 
-    @Option(help: "Seconds without progress from the remote before a request fails with EHOSTDOWN (1...3600).")
+    @Option(
+        parsing: .unconditional,
+        help: "Seconds without progress from the remote before a request fails with EHOSTDOWN (1...3600).")
     var remoteTimeout = 30
 
-    @Option(help: "Alignment of partial fetches and cache blocks: a power of two from 4KiB to 64MiB.")
+    @Option(
+        parsing: .unconditional,
+        help: "Alignment of partial fetches and cache blocks: a power of two from 4KiB to 64MiB.")
     var blockSize = "64KiB"
 
-    @Option(help: "At most this many content fetches in flight at once (1...128).")
+    @Option(parsing: .unconditional, help: "At most this many content fetches in flight at once (1...128).")
     var pipelineDepth = 8
 
-    @Option(help: "At most this many local changes sent to the remote at once (1...128).")
+    @Option(parsing: .unconditional, help: "At most this many local changes sent to the remote at once (1...128).")
     var uploadDepth = 4
 
-    @Option(help: "The most the cache may hold, as bytes or with KiB/MiB/GiB (default: a tenth of its disk).")
+    @Option(
+        parsing: .unconditional,
+        help: "The most the cache may hold, as bytes or with KiB/MiB/GiB (default: a tenth of its disk).")
     var cacheSize: String?
 
-    @Option(help: "Seconds between asking the remote for its changes (0: only at mount and on 'fpfs signal'; ≤ 86400).")
+    @Option(
+        parsing: .unconditional,
+        help: "Seconds between asking the remote for its changes (0: only at mount and on 'fpfs signal'; ≤ 86400).")
     var pollInterval = 30
 
     @Flag(help: "Refuse every change with EROFS.")
@@ -74,23 +82,19 @@ struct MountCommand: AsyncParsableCommand {
     @Option(help: .hidden)
     var readyFd: Int32?
 
+    @Option(help: .hidden)
+    var passwordFd: Int32?
+
     func run() async throws {
         do {
-            guard (1...3600).contains(remoteTimeout) else {
-                throw CommandFailure("--remote-timeout must be a whole number of seconds from 1 to 3600")
-            }
-            guard (1...128).contains(pipelineDepth) else {
-                throw CommandFailure("--pipeline-depth must be a whole number from 1 to 128")
-            }
-            guard (1...128).contains(uploadDepth) else {
-                throw CommandFailure("--upload-depth must be a whole number from 1 to 128")
-            }
-            guard (0...86400).contains(pollInterval) else {
-                throw CommandFailure("--poll-interval must be a whole number of seconds from 0 (off) to 86400")
-            }
+            try CommandFailure.checkSeconds(remoteTimeout, of: "--remote-timeout", in: 1...3600)
+            try CommandFailure.check(pipelineDepth, of: "--pipeline-depth", in: 1...128, "a whole number")
+            try CommandFailure.check(uploadDepth, of: "--upload-depth", in: 1...128, "a whole number")
+            try CommandFailure.checkSeconds(pollInterval, of: "--poll-interval", in: 0...86400)
             let blockSize = try Self.parseBlockSize(self.blockSize)
             let cacheSize = try self.cacheSize.map(Self.parseCacheSize)
-            let remote = try Remote(parsing: self.remote, user: user)
+            var remote = try Remote(parsing: self.remote, user: user)
+            remote.password = PasswordSource.take(fromDescriptor: passwordFd)
             let cacheDirectory =
                 cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
                 ?? CacheDirectory.default(for: remote)
@@ -132,8 +136,8 @@ struct MountCommand: AsyncParsableCommand {
                 if let user { arguments += ["--user", user] }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }
                 try DaemonLauncher.launch(
-                    arguments: arguments, logFile: cacheDirectory.appendingPathComponent("fpfs.log"),
-                    timeout: .seconds(remoteTimeout + 30))
+                    arguments: arguments, password: remote.password,
+                    logFile: cacheDirectory.appendingPathComponent("fpfs.log"), timeout: .seconds(remoteTimeout + 30))
             }
         } catch let failure as CommandFailure {
             if let readyFd { Daemon.report("error: \(failure.message)", to: readyFd) }
@@ -150,12 +154,14 @@ struct MountCommand: AsyncParsableCommand {
             })
     }
 
-    /// At least 1 MiB, written as bytes or with KiB/MiB/GiB.
+    /// At least 1 MiB and at most 1 EiB (2^60 bytes: any disk, with room below the 2^63 of an
+    /// off_t), written as bytes or with KiB/MiB/GiB.
     static func parseCacheSize(_ text: String) throws -> UInt64 {
-        let message = "--cache-size must be a size of at least 1MiB (e.g. 104857600, 100MiB, 5GiB), not '\(text)'"
-        guard let size = try? Remote.parseByteCount(text, option: "cache size"), size >= 1 << 20 else {
-            throw CommandFailure(message)
-        }
+        let message =
+            "--cache-size must be a size from 1MiB to 1EiB (e.g. 104857600, 100MiB, 5GiB), not '\(text)'"
+        guard !text.hasPrefix("-") else { throw CommandFailure("--cache-size must be positive: \(message)") }
+        guard let size = try? Remote.parseByteCount(text, option: "cache size"), (1 << 20...1 << 60).contains(size)
+        else { throw CommandFailure(message) }
         return size
     }
 

@@ -21,7 +21,7 @@ struct PinCommand: AsyncParsableCommand {
     @Argument(help: "Files or folders in an fpfs mount.")
     var paths: [String]
 
-    @Option(help: "Seconds without progress before giving up (1...86400).")
+    @Option(parsing: .unconditional, help: "Seconds without progress before giving up (1...86400).")
     var timeout = 120
 
     func run() async throws {

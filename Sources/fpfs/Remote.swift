@@ -16,6 +16,9 @@ struct Remote: Sendable {
     let kind: Kind
     /// The remote as the user gave it, made absolute for folders.
     let name: String
+    /// The password given for a remote that logs in (`PasswordSource.take`), kept out of the
+    /// environment.
+    var password: String?
 
     /// Parses a path, `file://` URL, `webdav://` or `webdavs://` URL, or one of the planned schemes;
     /// throws a message naming the problem. `user` is `--user`, for remotes that log in.
@@ -72,6 +75,9 @@ struct Remote: Sendable {
         guard components.query == nil, components.fragment == nil else {
             throw CommandFailure("a WebDAV URL takes no ?query or #fragment: '\(argument)'")
         }
+        if let port = components.port, !(1...65535).contains(port) {
+            throw CommandFailure("the port in '\(argument)' must be from 1 to 65535, not \(port)")
+        }
         let urlUser = components.user
         if let urlUser, let user, urlUser != user {
             throw CommandFailure("the URL names user '\(urlUser)' but --user says '\(user)'")
@@ -122,7 +128,8 @@ struct Remote: Sendable {
             return try LocalProvider(root: URL(fileURLWithPath: path), options: options)
         case .webdav(let url, let user):
             let credentials = try PasswordSource.credentials(
-                user: user, host: url.host ?? "", environment: ProcessInfo.processInfo.environment)
+                user: user, password: password, host: url.host ?? "",
+                environment: ProcessInfo.processInfo.environment)
             return try WebDAVProvider(
                 configuration: .init(
                     url: url, credentials: credentials, stateDirectory: stateDirectory, maximumConnections: connections,
@@ -131,27 +138,42 @@ struct Remote: Sendable {
         }
     }
 
-    /// "300ms", "2s", "1.5s" or a bare number of milliseconds.
+    /// The longest `delay` of a file:// URL: an hour per request is slow enough for any test.
+    static let longestDelay = Duration.seconds(3600)
+
+    /// "300ms", "2s", "1.5s" or a bare number of milliseconds, from 0 to `longestDelay`; anything
+    /// else (negative, 1e300s, inf, nan) throws a message naming the option and its range.
     static func parseDuration(_ text: String) throws -> Duration {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            if let value = Double(text.dropLast(suffix.count)), value >= 0 {
-                return .milliseconds(Int64(value * scale * 1000))
-            }
+        let range = "from 0 to \(longestDelay.components.seconds)s (examples: 300ms, 2s)"
+        guard !text.hasPrefix("-") else { throw CommandFailure("delay must not be negative: '\(text)'") }
+        var seconds: Double?
+        if let value = Int64(text) {
+            seconds = Double(value) / 1000
+        } else if let (suffix, scale) = units.first(where: { text.hasSuffix($0.0) }) {
+            seconds = Double(text.dropLast(suffix.count)).map { $0 * scale }
         }
-        if let value = Int64(text), value >= 0 { return .milliseconds(value) }
-        throw CommandFailure("'\(text)' is not a duration (examples: 300ms, 2s)")
+        let longest = Double(longestDelay.components.seconds)
+        guard let seconds, seconds >= 0, seconds <= longest else {
+            throw CommandFailure("delay must be a duration \(range), not '\(text)'")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
-    /// "1048576", "64KiB", "50MiB", "1GiB" (also K, M, G as powers of 1024).
+    /// "1048576", "64KiB", "50MiB", "1GiB" (also K, M, G as powers of 1024): a positive count that
+    /// fits in 63 bits (an off_t); anything else throws a message naming `option`.
     static func parseByteCount(_ text: String, option: String) throws -> UInt64 {
         let units: [(String, UInt64)] = [
             ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30),
         ]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            if let value = UInt64(text.dropLast(suffix.count)), value > 0 { return value * scale }
+        guard !text.hasPrefix("-") else { throw CommandFailure("\(option) must be positive, not '\(text)'") }
+        let (digits, scale) =
+            units.first { text.hasSuffix($0.0) }.map { (text.dropLast($0.0.count), $0.1) } ?? (Substring(text), 1)
+        if let value = UInt64(digits), value > 0 {
+            let (bytes, overflow) = value.multipliedReportingOverflow(by: scale)
+            if !overflow, bytes <= UInt64(Int64.max) { return bytes }
         }
-        if let value = UInt64(text), value > 0 { return value }
-        throw CommandFailure("'\(text)' is not a valid \(option) (examples: 1048576, 64KiB, 50MiB)")
+        throw CommandFailure(
+            "'\(text)' is not a valid \(option): a count of bytes from 1 to 2^63-1 (examples: 1048576, 64KiB, 50MiB)")
     }
 }

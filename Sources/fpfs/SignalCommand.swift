@@ -12,14 +12,12 @@ struct SignalCommand: AsyncParsableCommand {
     @Argument(help: "The mountpoint.")
     var mountpoint: String
 
-    @Option(help: "Seconds to wait at most (1...3600).")
+    @Option(parsing: .unconditional, help: "Seconds to wait at most (1...3600).")
     var timeout = 60
 
     func run() async throws {
         do {
-            guard (1...3600).contains(timeout) else {
-                throw CommandFailure("--timeout must be a whole number of seconds from 1 to 3600")
-            }
+            try CommandFailure.checkSeconds(timeout, of: "--timeout", in: 1...3600)
             let path = CommandLinePath.absolute(mountpoint)
             let answer = try ControlClient.send("signal \(timeout)", to: path, timeout: timeout + 5)
             guard let fields = try? JSONDecoder().decode([String: String].self, from: answer) else {

@@ -13,7 +13,7 @@ struct SyncCommand: AsyncParsableCommand {
     @Argument(help: "The mountpoint.")
     var mountpoint: String
 
-    @Option(help: "Seconds to wait at most (1...86400).")
+    @Option(parsing: .unconditional, help: "Seconds to wait at most (1...86400).")
     var timeout = 600
 
     func run() async throws {

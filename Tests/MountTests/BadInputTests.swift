@@ -24,6 +24,14 @@ extension MountTests {
             case uploadDepthTooLarge = "--upload-depth 129"
             case cacheSizeZero = "--cache-size 0"
             case cacheSizeNotSize = "--cache-size abc"
+            case cacheSizeHuge = "--cache-size 99999999999GiB"
+            case cacheSizeNegative = "--cache-size -5MiB"
+            case remoteTimeoutNegative = "--remote-timeout -5"
+            case pollIntervalNegative = "--poll-interval -1"
+            case bandwidthHuge = "file://…?bandwidth=99999999999GiB"
+            case delayHuge = "file://…?delay=1e300s"
+            case delayInfinite = "file://…?delay=infs"
+            case webdavPortTooLarge = "webdav://127.0.0.1:99999/"
 
             var description: String { rawValue }
         }
@@ -59,6 +67,22 @@ extension MountTests {
                 .uploadDepthTooLarge, .cacheSizeZero, .cacheSizeNotSize:
                 options = bad.rawValue.split(separator: " ").map(String.init)
                 names = [options[0]]
+            case .cacheSizeHuge:
+                options = bad.rawValue.split(separator: " ").map(String.init)
+                names = ["--cache-size must be a size from 1MiB to 1EiB"]
+            case .cacheSizeNegative, .remoteTimeoutNegative:
+                options = bad.rawValue.split(separator: " ").map(String.init)
+                names = [options[0] + " must be positive"]
+            case .pollIntervalNegative:
+                options = bad.rawValue.split(separator: " ").map(String.init)
+                names = ["--poll-interval must be zero or positive"]
+            case .bandwidthHuge, .delayHuge, .delayInfinite:
+                let query = bad.rawValue.split(separator: "?")[1]
+                remote = "file://" + scratch.remote + "?" + query
+                names = [query.hasPrefix("delay") ? "delay must be a duration from 0" : "not a valid bandwidth"]
+            case .webdavPortTooLarge:
+                remote = bad.rawValue
+                names = ["from 1 to 65535"]
             }
 
             let output = try await TestMount.mountCommand(
@@ -68,6 +92,9 @@ extension MountTests {
             defer { _ = try? FpfsBinary.command(["unmount", mountpoint], timeout: .seconds(20)).runBlocking() }
 
             #expect(!output.timedOut, "fpfs mount hung on \(bad)")
+            #expect(
+                output.signal == nil && !output.stderr.contains("Fatal error"),
+                "fpfs mount crashed on \(bad): \(output)")
             #expect(output.status != 0, "fpfs mount accepted \(bad)")
             let message = output.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(!message.isEmpty, "no message on stderr for \(bad)")

@@ -244,7 +244,9 @@ extension MountTests {
             #expect(!MountTable.isMounted(scratch.mountpoint))
         }
 
-        @Test("a wrong password is refused with 'authentication failed'; the password shows in no process or log")
+        @Test(
+            "a wrong password is refused with 'authentication failed'; the password shows in no process, log or daemon's environ"
+        )
         func wrongPassword() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
@@ -275,6 +277,13 @@ extension MountTests {
                 #expect(read.stdout == "behind a password\n")
                 let processes = try await Command(["ps", "-eo", "args"]).check()
                 #expect(!processes.stdout.contains(password), "\(scheme): the password is in the process list")
+                let daemon = try #require(mount.daemon)
+                for file in ["environ", "cmdline"] {
+                    let shown = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(daemon.pid)/\(file)"))
+                    #expect(
+                        !String(decoding: shown, as: UTF8.self).contains(password),
+                        "\(scheme): the password is in the daemon's /proc/PID/\(file)")
+                }
                 let log = try String(contentsOfFile: cache + "/fpfs.log", encoding: .utf8)
                 #expect(!log.contains(password), "\(scheme): the password is in the log")
                 #expect(!output.stderr.contains(password), "\(scheme): the password is in the error message")

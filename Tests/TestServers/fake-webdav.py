@@ -24,6 +24,11 @@ first N requests it matches only (counted per rule, for as long as the server ru
     hrefOutside  PROPFIND Depth 1 of a folder: list an extra member /elsewhere/x
     hrefDotDot   ... an extra member /dav/../etc/passwd
     hrefSlash    ... an extra member /dav/FOLDER/a%2Fb (a '/' inside a name)
+    longName     ... an extra file whose name is 300 bytes ("l" * 300), otherwise well formed
+    hugeSize     ... an extra file huge.bin of getcontentlength 2^63, one beyond what off_t holds
+    deepNesting  PROPFIND: answer 207 with a multistatus nested "depth" elements deep (default
+                 10 000 000), streamed, never closed
+    trickle      GET: send the body one byte every "interval" seconds (default 2)
 
 Usage: fake-webdav.py ROOT [--rules FILE] [--port N] [--port-file FILE] [--access-log FILE]
 
@@ -54,7 +59,11 @@ EXTRA_HREFS = {
     "hrefOutside": lambda folder: "/elsewhere/x",
     "hrefDotDot": lambda folder: PREFIX + "/../etc/passwd",
     "hrefSlash": lambda folder: folder + "a%2Fb",
+    "longName": lambda folder: folder + "l" * 300,
+    "hugeSize": lambda folder: folder + "huge.bin",
 }
+# The getcontentlength of the extra member, where a fault sets one.
+EXTRA_SIZES = {"hugeSize": 1 << 63}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -121,6 +130,8 @@ class Handler(BaseHTTPRequestHandler):
         fault = self.matching_rule().get("fault")
         if fault == "status500":
             return self.send_status(500)
+        if fault == "deepNesting":
+            return self.send_deep_nesting(self.matching_rule().get("depth", 10_000_000))
         path = self.local_path()
         if path is None or not os.path.exists(path):
             return self.send_status(404)
@@ -135,7 +146,7 @@ class Handler(BaseHTTPRequestHandler):
                 slash = "/" if os.path.isdir(os.path.join(path, name)) else ""
                 entries.append(self.member(href + quote(name) + slash, os.path.join(path, name)))
             if fault in EXTRA_HREFS:
-                entries.append(member(EXTRA_HREFS[fault](href), os.stat(path)))
+                entries.append(member(EXTRA_HREFS[fault](href), os.stat(path), size=EXTRA_SIZES.get(fault)))
         body = multistatus(entries)
         if fault == "badXML":
             body = body[: len(body) // 2] + b"<&garbage"
@@ -144,6 +155,23 @@ class Handler(BaseHTTPRequestHandler):
     def member(self, href, path):
         status = os.stat(path)
         return member(href, status, self.extra_properties(path, status))
+
+    def send_deep_nesting(self, depth):
+        """A multistatus that opens `depth` elements inside each other, sent in chunks as the
+        client reads, and never closes them; the connection closes at the end."""
+        self.close_connection = True
+        self.send_head(207, [("Content-Type", "application/xml; charset=utf-8"), ("Transfer-Encoding", "chunked")])
+        chunk = b"<d:prop>" * 8192
+        try:
+            self.write_chunk(b'<?xml version="1.0"?><d:multistatus xmlns:d="DAV:"><d:response>')
+            for _ in range(depth // 8192):
+                self.write_chunk(chunk)
+            self.write_chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def write_chunk(self, data):
+        self.write_body(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
     def send_xml(self, code, body):
         self.send_head(code, [("Content-Type", "application/xml; charset=utf-8"), ("Content-Length", str(len(body)))])
@@ -197,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
         if fault in ("shortBody", "stall"):
             length //= 2
             self.close_connection = True
-        chunk = max(1, rule.get("rate", 64) * 1024 // 10) if fault == "slow" else 1 << 16
+        chunk = max(1, rule.get("rate", 64) * 1024 // 10) if fault == "slow" else 1 if fault == "trickle" else 1 << 16
         try:
             with open(path, "rb") as file:
                 file.seek(start)
@@ -209,6 +237,8 @@ class Handler(BaseHTTPRequestHandler):
                     length -= len(data)
                     if fault == "slow":
                         time.sleep(0.1)
+                    elif fault == "trickle":
+                        time.sleep(rule.get("interval", 2))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         if fault == "stall":
@@ -240,13 +270,14 @@ def etag(status):
     return f'"{status.st_size}-{status.st_mtime_ns}"'
 
 
-def member(href, status, extra=""):
+def member(href, status, extra="", size=None):
     """One <d:response> of a multistatus: the properties fpfs asks for and `extra`, all with 200.
-    An href ending in '/' is a collection."""
+    An href ending in '/' is a collection; a file's length is `size` if given, else its own."""
     if href.endswith("/"):
         kind, length = "<d:resourcetype><d:collection/></d:resourcetype>", ""
     else:
-        kind, length = "<d:resourcetype/>", f"<d:getcontentlength>{status.st_size}</d:getcontentlength>"
+        size = status.st_size if size is None else size
+        kind, length = "<d:resourcetype/>", f"<d:getcontentlength>{size}</d:getcontentlength>"
     modified = email.utils.formatdate(status.st_mtime, usegmt=True)
     return (f"<d:response><d:href>{href}</d:href><d:propstat><d:prop>{kind}{length}"
             f"<d:getetag>{etag(status)}</d:getetag><d:getlastmodified>{modified}</d:getlastmodified>"

@@ -36,10 +36,23 @@ struct RemoteWatchTests {
         _ = watch.watch(call.progress, limit: .milliseconds(300), expire: call.expire)
         for _ in 0..<12 where call.expiries.isEmpty {
             try await Task.sleep(for: .milliseconds(50))
-            call.progress.touch()
+            call.progress.touch(bytes: 64 << 10)
         }
         try await eventually { !call.expiries.isEmpty }
         #expect(call.expiries.allSatisfy { $0 >= .milliseconds(300) }, "expired after \(call.expiries)")
+    }
+
+    @Test("a trickle slower than the rate floor does not keep a call alive")
+    func trickleDoesNotKeepACallAlive() async throws {
+        let watch = RemoteWatch()
+        let call = Call()
+        _ = watch.watch(call.progress, limit: .milliseconds(300), expire: call.expire)
+        // One byte every 50 ms: 20 B/s, far below 1 KiB/s.
+        for _ in 0..<40 where call.expiries.isEmpty {
+            try await Task.sleep(for: .milliseconds(50))
+            call.progress.touch(bytes: 1)
+        }
+        #expect(call.expiries.count == 1, "a trickle of 20 B/s kept the call alive for 2 s")
     }
 
     @Test("a call with a short limit is not held up by one watched before it with a long limit")

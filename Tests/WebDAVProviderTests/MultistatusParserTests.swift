@@ -104,6 +104,47 @@ import Testing
         #expect(throws: XMLPullParser.Malformed.self) { _ = try parser.feed(Array("<html><body/></html>".utf8)) }
     }
 
+    /// Hostile answers, each far beyond one of the parser's bounds, fed in network-sized pieces:
+    /// each is refused as malformed once it passes its bound, long before its end (issue 51,
+    /// item 14). The parser's memory is what it holds when it throws.
+    @Test(
+        "hostile answers are refused at their bound: deep nesting, many names, comment- or CDATA-split text",
+        arguments: [
+            ("nesting", "<d:response>", 0),
+            ("names", "<d:a%d/>", 0),
+            ("comment-split text", "<d:href>", 1),
+            ("CDATA-split text", "<d:href>", 2),
+        ])
+    func hostileAnswersAreRefused(what: String, repeated: String, split: Int) throws {
+        var parser = MultistatusParser()
+        _ = try parser.feed(Array(#"<?xml version="1.0"?><d:multistatus xmlns:d="DAV:"><d:response>"#.utf8))
+        if split > 0 { _ = try parser.feed(Array(repeated.utf8)) }
+        var fed = 0
+        #expect(throws: XMLPullParser.Malformed.self, "\(what)") {
+            for piece in 0..<2000 {
+                let text: String
+                switch split {
+                case 1: text = String(repeating: "abcdefgh<!---->", count: 4096)
+                case 2: text = String(repeating: "<![CDATA[abcdefgh]]>", count: 4096)
+                default:
+                    text = (0..<4096).map { repeated.replacingOccurrences(of: "%d", with: "\(piece)x\($0)") }
+                        .joined()
+                }
+                let bytes = Array(text.utf8)
+                fed += bytes.count
+                _ = try parser.feed(bytes)
+            }
+        }
+        #expect(fed < 64 << 20, "\(what): \(fed) bytes were read before the answer was refused")
+    }
+
+    @Test func datesBeyondTheStoresRangeAreClamped() {
+        #expect(HTTPDate.parse("Fri, 31 Dec 9999 23:59:59 GMT") == .latest)
+        #expect(HTTPDate.parse("Mon, 01 Jan 1000 00:00:00 GMT") == .earliest)
+        #expect(HTTPDate.parseISO8601("2300-01-01T00:00:00Z") == .latest)
+        #expect(HTTPDate.parse("Wed, 01 Jan 2262 00:00:00 GMT")?.seconds == 9_214_646_400, "inside the range")
+    }
+
     @Test func datesParse() {
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT")?.seconds == 784_111_777)
         #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT")?.seconds == 784_111_777)

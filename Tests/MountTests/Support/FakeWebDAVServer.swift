@@ -19,6 +19,7 @@ final class FakeWebDAVServer: Sendable {
     struct Rule: Encodable, Sendable {
         enum Fault: String, Encodable, Sendable {
             case status500, shortBody, stall, wrongRange, badXML, hrefOutside, hrefDotDot, hrefSlash, slow
+            case longName, hugeSize, deepNesting, trickle
         }
 
         var fault: Fault
@@ -28,13 +29,22 @@ final class FakeWebDAVServer: Sendable {
         var rate: Int?
         /// Applies to the first `times` matching requests only; nil for all of them.
         var times: Int?
+        /// Seconds between bytes, for `trickle`.
+        var interval: Double?
+        /// Elements nested, for `deepNesting`.
+        var depth: Int?
 
-        init(_ fault: Fault, path: String, method: String? = nil, rate: Int? = nil, times: Int? = nil) {
+        init(
+            _ fault: Fault, path: String, method: String? = nil, rate: Int? = nil, times: Int? = nil,
+            interval: Double? = nil, depth: Int? = nil
+        ) {
             self.fault = fault
             self.path = path
             self.method = method
             self.rate = rate
             self.times = times
+            self.interval = interval
+            self.depth = depth
         }
     }
 
