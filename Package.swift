@@ -89,6 +89,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "S3Provider",
+            dependencies: [
+                "FileProviderKit",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "ProviderTesting",
             dependencies: ["FileProviderKit"],
             swiftSettings: swiftSettings
@@ -97,7 +109,7 @@ let package = Package(
             name: "fpfs",
             dependencies: [
                 "CFuse", "CMalloc", "CSpawn", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider",
-                "ProviderTesting",
+                "S3Provider", "ProviderTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -118,6 +130,13 @@ let package = Package(
             dependencies: [
                 "WebDAVProvider", "ProviderTesting", "FileProviderKit", "TestServers",
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "S3ProviderTests",
+            dependencies: [
+                "S3Provider", "ProviderTesting", "FileProviderKit", "TestServers",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
