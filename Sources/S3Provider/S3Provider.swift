@@ -52,7 +52,12 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
 
     public func item(for identifier: ItemIdentifier) async throws -> Item {
         let path = S3Path(identifier)
-        if path.isRoot { return path.folderItem }
+        if path.isRoot {
+            // Asked of the bucket, though the answer is known: the engine's first question at mount
+            // is this one, and wrong keys or a missing bucket must fail the mount there.
+            try await checkReachable()
+            return path.folderItem
+        }
         if path.isFolder {
             guard try await folderExists(path) else { throw ProviderError.noSuchItem(identifier) }
             return path.folderItem

@@ -6,14 +6,18 @@ import VFS
 struct MountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount REMOTE (a folder path, file://, webdav://, webdavs://; later s3://) on MOUNTPOINT.",
+        abstract: "Mount REMOTE (a folder path, file://, webdav://, webdavs://, s3://) on MOUNTPOINT.",
         discussion: """
             A WebDAV password comes from the environment variable FPFS_PASSWORD or from ~/.netrc \
-            ($NETRC), never from the command line.
+            ($NETRC), never from the command line. S3 keys come from AWS_ACCESS_KEY_ID and \
+            AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), or from AWS_PROFILE with ~/.aws/credentials \
+            and ~/.aws/config, as the AWS tools find them; never from the command line.
             """)
 
     @Argument(
-        help: "The remote: a folder path, file:///path[?delay=300ms&bandwidth=50MiB], or webdav(s)://host[:port]/path.")
+        help:
+            "The remote: a folder path, file:///path[?delay=300ms&bandwidth=50MiB], webdav(s)://host[:port]/path, or s3://bucket[/prefix]."
+    )
     var remote: String
 
     @Option(help: "The user to log in to a WebDAV server as (password: FPFS_PASSWORD or ~/.netrc).")
@@ -59,6 +63,18 @@ struct MountCommand: AsyncParsableCommand {
     @Flag(help: "unlink and rmdir move items to the remote's trash (a folder remote; refused on WebDAV).")
     var trash = false
 
+    @Option(help: "The S3 server, e.g. http://127.0.0.1:7480 (default: the profile's endpoint_url, else AWS).")
+    var s3Endpoint: String?
+
+    @Option(help: "The S3 region requests are signed for (default: AWS_REGION or the profile's, else us-east-1).")
+    var s3Region: String?
+
+    @Flag(help: "Address the bucket as https://host/BUCKET (the default for a custom endpoint).")
+    var s3PathStyle = false
+
+    @Flag(help: "Send S3 requests unsigned, for a public bucket.")
+    var s3NoSign = false
+
     @Flag(help: "On WebDAV, keep symlinks as NAME.rclonelink files holding the target (as rclone does).")
     var links = false
 
@@ -90,7 +106,9 @@ struct MountCommand: AsyncParsableCommand {
             }
             let blockSize = try Self.parseBlockSize(self.blockSize)
             let cacheSize = try self.cacheSize.map(Self.parseCacheSize)
-            let remote = try Remote(parsing: self.remote, user: user)
+            let remote = try Remote(
+                parsing: self.remote, user: user,
+                s3: .init(endpoint: s3Endpoint, region: s3Region, pathStyle: s3PathStyle, noSign: s3NoSign))
             let cacheDirectory =
                 cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
                 ?? CacheDirectory.default(for: remote)
@@ -130,6 +148,10 @@ struct MountCommand: AsyncParsableCommand {
                 if links { arguments.append("--links") }
                 if let nonMaterializing { arguments += ["--non-materializing", nonMaterializing] }
                 if let user { arguments += ["--user", user] }
+                if let s3Endpoint { arguments += ["--s3-endpoint", s3Endpoint] }
+                if let s3Region { arguments += ["--s3-region", s3Region] }
+                if s3PathStyle { arguments.append("--s3-path-style") }
+                if s3NoSign { arguments.append("--s3-no-sign") }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }
                 try DaemonLauncher.launch(
                     arguments: arguments, logFile: cacheDirectory.appendingPathComponent("fpfs.log"),

@@ -101,8 +101,8 @@ public final class S3TestServer: Sendable {
         return "\(clean)-\(UUID().uuidString.prefix(8).lowercased())"
     }
 
-    /// The answer of a signed request (curl's SigV4) for `path` (`/BUCKET/KEY`, already
-    /// percent-encoded), with `body` as the content: status and body.
+    /// The answer of a signed request (curl's SigV4) for `path` (`/BUCKET/KEY`, percent-encoded
+    /// here: everything but `A-Za-z0-9-_.~/`), with `body` as the content: status and body.
     public func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:])
         async throws -> (status: Int, body: Data)
     {
@@ -117,7 +117,12 @@ public final class S3TestServer: Sendable {
             try body.write(to: bodyFile)
             arguments += ["--data-binary", "@\(bodyFile.path)"]
         }
-        arguments.append(endpoint.absoluteString + path)
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~/")
+        let (pathPart, query) = path.firstIndex(of: "?").map { (path[..<$0], path[$0...]) } ?? (path[...], "")
+        arguments.append(
+            endpoint.absoluteString + (pathPart.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "")
+                + query)
         let finished = try await ChildProcess.run(arguments)
         guard finished.status == 0, let newline = finished.output.lastIndex(of: UInt8(ascii: "\n")),
             let status = Int(String(decoding: finished.output[(newline + 1)...], as: UTF8.self))
@@ -133,7 +138,7 @@ public final class S3TestServer: Sendable {
         }
     }
 
-    /// Stores `content` as `key` of `bucket` (the key percent-encoded where it must be).
+    /// Stores `content` as `key` of `bucket`.
     public func put(_ content: Data, bucket: String, key: String, headers: [String: String] = [:]) async throws {
         let (status, body) = try await request("PUT", "/\(bucket)/\(key)", body: content, headers: headers)
         guard status == 200 else {
