@@ -80,19 +80,14 @@ struct S3XMLElement: Sendable {
     /// Text with its entity and character references replaced.
     private static func decodeText(_ bytes: ArraySlice<UInt8>) throws -> String {
         guard bytes.contains(UInt8(ascii: "&")) else { return String(decoding: bytes, as: UTF8.self) }
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            guard bytes[index] == UInt8(ascii: "&") else {
-                output.append(bytes[index])
-                index += 1
-                continue
-            }
-            guard let semicolon = bytes[index...].firstIndex(of: UInt8(ascii: ";")), semicolon - index <= 12 else {
+        // Every piece after an `&` starts with a reference up to its `;`.
+        let pieces = bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false)
+        var output = Array(pieces[0])
+        for piece in pieces.dropFirst() {
+            guard let semicolon = piece.firstIndex(of: UInt8(ascii: ";")), semicolon - piece.startIndex <= 12 else {
                 throw Malformed(description: "malformed XML: a bare &")
             }
-            let reference = String(decoding: bytes[(index + 1)..<semicolon], as: UTF8.self)
+            let reference = String(decoding: piece[..<semicolon], as: UTF8.self)
             let scalar: Unicode.Scalar? =
                 switch reference {
                 case "amp": "&"
@@ -111,7 +106,7 @@ struct S3XMLElement: Sendable {
                 }
             guard let scalar else { throw Malformed(description: "malformed XML: unknown reference &\(reference);") }
             output += Array(String(scalar).utf8)
-            index = semicolon + 1
+            output += piece[(semicolon + 1)...]
         }
         return String(decoding: output, as: UTF8.self)
     }

@@ -15,6 +15,14 @@ extension MountTests {
             ]
         }
 
+        /// A new bucket holding `files` (key: content).
+        static func bucket(_ label: String, on server: S3TestServer, files: [String: String]) async throws -> String {
+            let bucket = S3TestServer.bucketName(label)
+            try await server.makeBucket(bucket)
+            for (key, content) in files { try await server.put(Data(content.utf8), bucket: bucket, key: key) }
+            return bucket
+        }
+
         static func options(_ server: S3TestServer) -> [String] {
             ["--s3-endpoint", server.endpoint.absoluteString, "--poll-interval", "0"]
         }
@@ -22,10 +30,8 @@ extension MountTests {
         @Test("reads, writes, renames, deletes and a conflict through the mount reach the bucket")
         func readWriteRenameDeleteConflict() async throws {
             let server = try await S3TestServer.shared()
-            let bucket = S3TestServer.bucketName("mount")
-            try await server.makeBucket(bucket)
-            try await server.put(Data("from the server\n".utf8), bucket: bucket, key: "docs/readme.txt")
-            try await server.put(Data("the original\n".utf8), bucket: bucket, key: "notes.txt")
+            let bucket = try await Self.bucket(
+                "mount", on: server, files: ["docs/readme.txt": "from the server\n", "notes.txt": "the original\n"])
             let scratch = try Scratch()
             defer { scratch.remove() }
             let mount = try await TestMount.start(
@@ -69,9 +75,7 @@ extension MountTests {
         @Test("a wrong secret fails the mount with one clear line; the secret shows in no process, log or message")
         func wrongSecret() async throws {
             let server = try await S3TestServer.shared()
-            let bucket = S3TestServer.bucketName("secret")
-            try await server.makeBucket(bucket)
-            try await server.put(Data("kept\n".utf8), bucket: bucket, key: "a.txt")
+            let bucket = try await Self.bucket("secret", on: server, files: ["a.txt": "kept\n"])
             let scratch = try Scratch()
             defer { scratch.remove() }
             let wrongSecret = "wrong-\(UUID().uuidString)"
