@@ -72,6 +72,64 @@ extension MountTests {
             #expect(kept == Data("changed here\n".utf8))
         }
 
+        @Test("changes made in the bucket show after fpfs signal; a folder renamed through the mount moves every key")
+        func remoteChangesAndFolderRename() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket(
+                "changes", on: server,
+                files: ["keep.txt": "v1\n", "gone.txt": "bye\n", "dir/a.txt": "a\n", "dir/sub/b.txt": "b\n"])
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "v1\n")
+            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "gone.txt", "keep.txt"])
+
+            try await server.put(Data("version two\n".utf8), bucket: bucket, key: "keep.txt")
+            try await server.put(Data("new\n".utf8), bucket: bucket, key: "fresh/new.txt")
+            _ = try await server.request("DELETE", "/\(bucket)/gone.txt")
+            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "fresh", "keep.txt"])
+            #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "version two\n")
+            #expect(try await Command(["cat", mount.path("fresh/new.txt")]).check().stdout == "new\n")
+
+            try await Command(["mv", mount.path("dir"), mount.path("moved")]).check()
+            try await mount.sync()
+            let keys = try await server.keys(bucket: bucket).sorted()
+            #expect(keys == ["fresh/new.txt", "keep.txt", "moved/a.txt", "moved/sub/b.txt"], "\(keys)")
+            #expect(try await Command(["cat", mount.path("moved/sub/b.txt")]).check().stdout == "b\n")
+        }
+
+        @Test("two mounts of one bucket (two cache folders) editing the same file keep both versions")
+        func twoMountsEditingOneFile() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("twomounts", on: server, files: ["shared.txt": "the original\n"])
+            let first = try Scratch()
+            defer { first.remove() }
+            let second = try Scratch()
+            defer { second.remove() }
+            var mounts: [TestMount] = []
+            defer { for mount in mounts { mount.unmount() } }
+            for scratch in [first, second] {
+                mounts.append(
+                    try await TestMount.start(
+                        remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
+                        environment: Self.environment(server)))
+                try await Command(["cat", mounts.last!.path("shared.txt")]).check()
+            }
+            try await Command.bash("echo 'from the first' > \"$1\"", mounts[0].path("shared.txt")).check()
+            try await mounts[0].sync()
+            try await Command.bash("echo 'from the second' > \"$1\"", mounts[1].path("shared.txt")).check()
+            try await mounts[1].sync()
+            let keys = try await server.keys(bucket: bucket)
+            #expect(keys.count == 2, "\(keys)")
+            let copy = try #require(keys.first { $0.hasPrefix("shared (conflict ") }, "\(keys)")
+            #expect(try await server.get(bucket: bucket, key: "shared.txt") == Data("from the first\n".utf8))
+            #expect(try await server.get(bucket: bucket, key: copy) == Data("from the second\n".utf8))
+        }
+
         @Test("a wrong secret fails the mount with one clear line; the secret shows in no process, log or message")
         func wrongSecret() async throws {
             let server = try await S3TestServer.shared()
