@@ -25,8 +25,8 @@ final class S3Client: Sendable {
     enum Body: Sendable {
         case none
         case bytes([UInt8])
-        /// A file's first `length` bytes, streamed (signed as `UNSIGNED-PAYLOAD`).
-        case file(URL, length: Int64)
+        /// `length` bytes of a file from `start`, streamed (signed as `UNSIGNED-PAYLOAD`).
+        case file(URL, start: Int64 = 0, length: Int64)
     }
 
     /// An answer read whole (small answers: errors, listings, heads).
@@ -127,9 +127,10 @@ final class S3Client: Sendable {
             case .bytes(let bytes):
                 payloadHash = SigV4Signer.hex(SHA256Digest.of(bytes))
                 outgoing.body = .bytes(ByteBuffer(bytes: bytes))
-            case .file(let url, let length):
+            case .file(let url, let start, let length):
                 payloadHash = SigV4Signer.unsignedPayload
-                outgoing.body = .stream(FileBodyChunks(url: url, length: length), length: .known(length))
+                outgoing.body = .stream(
+                    FileBodyChunks(url: url, start: start, length: length), length: .known(length))
             }
             if let signer {
                 headers += signer.signingHeaders(

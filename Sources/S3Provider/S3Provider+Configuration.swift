@@ -24,6 +24,11 @@ extension S3Provider {
         /// How often a request that failed on the way (no answer, 500, 503 SlowDown) is sent again,
         /// with growing, jittered pauses, before the failure is reported.
         public var retries: Int
+        /// Files larger than this go up as multipart uploads (`--s3-multipart-threshold`).
+        public var multipartThreshold: Int64 = 64 << 20
+        /// The size of each part (`--s3-part-size`), raised where a file would need more than
+        /// 10 000 parts; at least 5 MiB, S3's smallest part but the last.
+        public var partSize: Int64 = 16 << 20
 
         public init(
             endpoint: URL, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = true,

@@ -138,17 +138,39 @@ extension S3Provider {
         async throws
     {
         let typeBits: UInt16 = path.isFolder ? 0o040000 : 0o100000
-        let headers = [
-            precondition, ("Content-Type", path.isFolder ? "application/x-directory" : "application/octet-stream"),
+        let described = [
+            ("Content-Type", path.isFolder ? "application/x-directory" : "application/octet-stream"),
             ("x-amz-meta-mtime", S3Time.metadataValue(of: item.contentModificationDate)),
             ("x-amz-meta-mode", String(typeBits | item.permissions)),
         ]
+        if case .file(let contents, 0, let length) = body, length > client.configuration.multipartThreshold {
+            // Conditional completion is not in RGW 16: the precondition is checked by a HEAD first.
+            try await checkBeforeMultipart(precondition, at: path)
+            try await S3MultipartUpload(provider: self).upload(
+                contents, length: length, key: key(of: path), headers: described, path: path)
+            return
+        }
+        let headers = [precondition] + described
         let answer = try await client.sendCollecting(
             .init(method: .PUT, key: key(of: path), headers: headers, body: body, isIdempotent: false))
         switch answer.status.code {
         case 200: return
         case 409, 412: throw ProviderError.versionNoLongerAvailable
         default: throw client.error(for: answer, doing: "PUT \(path)", identifier: path.identifier)
+        }
+    }
+
+    /// What a `PUT`'s precondition would say, asked by a `HEAD`: `versionNoLongerAvailable` for a
+    /// taken name (`If-None-Match: *`) or another ETag (`If-Match`).
+    private func checkBeforeMultipart(_ precondition: (String, String), at path: S3Path) async throws {
+        let current: Item?
+        do { current = try await head(path) } catch ProviderError.noSuchItem { current = nil }
+        switch precondition.0 {
+        case "If-None-Match":
+            if current != nil { throw ProviderError.versionNoLongerAvailable }
+        default:
+            guard let current else { throw ProviderError.noSuchItem(path.identifier) }
+            if S3Path.etag(of: current.version) != precondition.1 { throw ProviderError.versionNoLongerAvailable }
         }
     }
 

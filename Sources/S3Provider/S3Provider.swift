@@ -1,6 +1,7 @@
 import FileProviderKit
 import Foundation
 import NIOHTTP1
+import Synchronization
 
 /// A bucket (or a "folder" of it) of an S3-compatible object store as a remote: AWS S3, Ceph's
 /// RADOS Gateway, MinIO, Garage, R2.
@@ -18,6 +19,8 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
     let history: WalkHistory
     /// The keys of the mount: "" or `PREFIX/`.
     let keyPrefix: String
+    /// Whether the multipart uploads a kill -9 left have been aborted (once per mount).
+    private let abandonedUploadsAborted = Mutex(false)
 
     /// Objects hold no symlinks (no convention is shared by the tools) and buckets have no trash.
     public var features: ProviderFeatures { [] }
@@ -56,6 +59,11 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
             // Asked of the bucket, though the answer is known: the engine's first question at mount
             // is this one, and wrong keys or a missing bucket must fail the mount there.
             try await checkReachable()
+            if abandonedUploadsAborted.withLock({ done in
+                defer { done = true }; return !done
+            }) {
+                await S3MultipartUpload(provider: self).abortAbandoned()
+            }
             return path.folderItem
         }
         if path.isFolder {

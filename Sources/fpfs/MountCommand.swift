@@ -75,6 +75,12 @@ struct MountCommand: AsyncParsableCommand {
     @Flag(help: "Send S3 requests unsigned, for a public bucket.")
     var s3NoSign = false
 
+    @Option(help: "S3: files larger than this go up in parts (bytes or KiB/MiB/GiB; default 64MiB).")
+    var s3MultipartThreshold: String?
+
+    @Option(help: "S3: the size of each part (at least 5MiB; default 16MiB, raised to stay within 10,000 parts).")
+    var s3PartSize: String?
+
     @Flag(help: "On WebDAV, keep symlinks as NAME.rclonelink files holding the target (as rclone does).")
     var links = false
 
@@ -108,7 +114,12 @@ struct MountCommand: AsyncParsableCommand {
             let cacheSize = try self.cacheSize.map(Self.parseCacheSize)
             let remote = try Remote(
                 parsing: self.remote, user: user,
-                s3: .init(endpoint: s3Endpoint, region: s3Region, pathStyle: s3PathStyle, noSign: s3NoSign))
+                s3: .init(
+                    endpoint: s3Endpoint, region: s3Region, pathStyle: s3PathStyle, noSign: s3NoSign,
+                    multipartThreshold: try s3MultipartThreshold.map {
+                        try Remote.parseByteCount($0, option: "--s3-multipart-threshold")
+                    },
+                    partSize: try s3PartSize.map(Self.parsePartSize)))
             let cacheDirectory =
                 cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
                 ?? CacheDirectory.default(for: remote)
@@ -152,6 +163,8 @@ struct MountCommand: AsyncParsableCommand {
                 if let s3Region { arguments += ["--s3-region", s3Region] }
                 if s3PathStyle { arguments.append("--s3-path-style") }
                 if s3NoSign { arguments.append("--s3-no-sign") }
+                if let s3MultipartThreshold { arguments += ["--s3-multipart-threshold", s3MultipartThreshold] }
+                if let s3PartSize { arguments += ["--s3-part-size", s3PartSize] }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }
                 try DaemonLauncher.launch(
                     arguments: arguments, logFile: cacheDirectory.appendingPathComponent("fpfs.log"),
@@ -177,6 +190,14 @@ struct MountCommand: AsyncParsableCommand {
         let message = "--cache-size must be a size of at least 1MiB (e.g. 104857600, 100MiB, 5GiB), not '\(text)'"
         guard let size = try? Remote.parseByteCount(text, option: "cache size"), size >= 1 << 20 else {
             throw CommandFailure(message)
+        }
+        return size
+    }
+
+    /// At least 5 MiB (S3's smallest part) and at most 5 GiB (its largest).
+    static func parsePartSize(_ text: String) throws -> UInt64 {
+        guard let size = try? Remote.parseByteCount(text, option: "part size"), size >= 5 << 20, size <= 5 << 30 else {
+            throw CommandFailure("--s3-part-size must be a size from 5MiB to 5GiB (e.g. 16MiB), not '\(text)'")
         }
         return size
     }

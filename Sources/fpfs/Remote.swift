@@ -26,6 +26,9 @@ struct Remote: Sendable {
         var pathStyle = false
         /// `--s3-no-sign`: anonymous requests, for a public bucket.
         var noSign = false
+        /// `--s3-multipart-threshold` and `--s3-part-size`; nil: the provider's defaults.
+        var multipartThreshold: UInt64?
+        var partSize: UInt64?
     }
 
     let kind: Kind
@@ -187,11 +190,14 @@ struct Remote: Sendable {
             )
         }
         let custom = options.endpoint != nil || found.endpoint != nil
-        return S3Provider.Configuration(
+        var configuration = S3Provider.Configuration(
             endpoint: endpoint, bucket: bucket, prefix: prefix, region: region,
             pathStyle: options.pathStyle || custom || bucket.contains("."),
             credentials: options.noSign ? nil : found.credentials, stateDirectory: stateDirectory,
             maximumConnections: connections)
+        if let threshold = options.multipartThreshold { configuration.multipartThreshold = Int64(threshold) }
+        if let size = options.partSize { configuration.partSize = Int64(size) }
+        return configuration
     }
 
     /// "300ms", "2s", "1.5s" or a bare number of milliseconds.

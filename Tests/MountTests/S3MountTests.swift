@@ -34,8 +34,10 @@ extension MountTests {
                 "mount", on: server, files: ["docs/readme.txt": "from the server\n", "notes.txt": "the original\n"])
             let scratch = try Scratch()
             defer { scratch.remove() }
+            // Files over 6 MiB go up in parts of 5 MiB.
             let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
+                remote: "s3://\(bucket)", in: scratch,
+                options: Self.options(server) + ["--s3-multipart-threshold", "6MiB", "--s3-part-size", "5MiB"],
                 environment: Self.environment(server))
             defer { mount.unmount() }
 
@@ -49,6 +51,7 @@ extension MountTests {
                 mkdir empty
                 mv docs/readme.txt docs/moved.txt
                 echo doomed > doomed.txt
+                head -c 12345678 /dev/urandom > big.bin
                 """, mount.mountpoint
             ).check()
             try await mount.sync()
@@ -59,6 +62,13 @@ extension MountTests {
             #expect(try await server.get(bucket: bucket, key: "docs/readme.txt") == nil)
             #expect(try await server.get(bucket: bucket, key: "doomed.txt") == nil)
             #expect(try await server.keys(bucket: bucket).contains("empty/"), "mkdir left no marker")
+            let big = try Data(contentsOf: URL(fileURLWithPath: mount.path("big.bin")))
+            #expect(try await server.get(bucket: bucket, key: "big.bin") == big, "the multipart object differs")
+            // A multipart object's ETag ends in its count of parts.
+            let listed = try await server.request("GET", "/\(bucket)?list-type=2&prefix=big.bin")
+            #expect(String(decoding: listed.body, as: UTF8.self).contains("-3&quot;"), "big.bin went up in one part")
+            let uploads = try await server.request("GET", "/\(bucket)?uploads")
+            #expect(!String(decoding: uploads.body, as: UTF8.self).contains("<Upload>"), "an upload was left")
 
             // A conflict: the object changes on the server, then through the mount.
             try await Command(["cat", mount.path("notes.txt")]).check()
