@@ -100,19 +100,30 @@ struct S3Path: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The items of a flat listing of the whole prefix: every folder its keys imply (markers and
-    /// the folders above each key), parents first, then the files. A file whose name is also a
-    /// folder's (`a` and `a/b`) is not shown: the folder wins, as it does in a folder's listing.
+    /// the folders above each key), parents first, then the files. A key with a part that cannot
+    /// be a name is not shown, but the folders above that part are, as a folder's listing shows
+    /// them (its common prefixes). A file whose name is also a folder's (`a` and `a/b`) is not
+    /// shown: the folder wins, as it does in a folder's listing.
     static func tree(of objects: [S3ListPage.Object]) -> [Item] {
         var folders = Set<String>()
         var files: [S3ListPage.Object] = []
-        for object in objects where isShowable(object.relative) {
+        for object in objects {
+            let isMarker = object.relative.hasSuffix("/")
             var components = object.relative.split(separator: "/", omittingEmptySubsequences: false)
-            if object.relative.hasSuffix("/") { components.removeLast() } else { files.append(object) }
+            if isMarker { components.removeLast() }
             var folder = ""
-            for component in components.dropLast(object.relative.hasSuffix("/") ? 0 : 1) {
-                folder += component + "/"
-                folders.insert(folder)
+            var showable = true
+            for (index, component) in components.enumerated() {
+                guard Filename(String(component)).isValid else {
+                    showable = false
+                    break
+                }
+                if index < components.count - 1 || isMarker {
+                    folder += component + "/"
+                    folders.insert(folder)
+                }
             }
+            if showable, !isMarker { files.append(object) }
         }
         let sortedFolders = folders.sorted {
             let (left, right) = ($0.count(of: "/"), $1.count(of: "/"))
