@@ -160,7 +160,7 @@ let package = Package(
             name: "TestServers", dependencies: ["CSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/TestServers",
             // Run by the tests with python3 from where they lie, not built or bundled.
-            exclude: ["fake-webdav.py", "nextcloud-webdav.py"],
+            exclude: ["fake-webdav.py", "nextcloud-webdav.py", "s3-fault-proxy.py"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -164,3 +164,41 @@ public final class S3TestServer: Sendable {
         }
     }
 }
+
+/// s3-fault-proxy.py (beside this file) in front of the gateway, spoiling its answers in one way
+/// (`mode`: short, range, xml, escape; see the script); stopped by its pid.
+public final class S3FaultProxy: Sendable {
+    public let endpoint: URL
+    private let pid: pid_t
+
+    private init(endpoint: URL, pid: pid_t) {
+        self.endpoint = endpoint
+        self.pid = pid
+    }
+
+    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/s3-fault-proxy.py"
+
+    public static func start(inFrontOf server: S3TestServer, mode: String) async throws -> S3FaultProxy {
+        let port = try WebDAVTestServer.freePort()
+        let output = server.directory.appending(path: "proxy-\(port).log").path
+        let pid = try ChildProcess.spawn(
+            ["python3", script, String(port), String(server.endpoint.port ?? 80), mode], stdout: .file(output),
+            stderr: .file(output), newProcessGroup: true)
+        WebDAVTestServer.registerGroup(pid)
+        let proxy = S3FaultProxy(endpoint: URL(string: "http://127.0.0.1:\(port)")!, pid: pid)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if (try? String(contentsOfFile: output, encoding: .utf8))?.contains("ready") == true { return proxy }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        proxy.stop()
+        throw TestServerFailure("s3-fault-proxy.py did not start")
+    }
+
+    public func stop() {
+        kill(-pid, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        WebDAVTestServer.unregisterGroup(pid)
+    }
+}
