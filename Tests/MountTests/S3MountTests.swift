@@ -140,6 +140,41 @@ extension MountTests {
             #expect(try await server.get(bucket: bucket, key: copy) == Data("from the second\n".utf8))
         }
 
+        @Test("4 KiB far into a cold object makes the server send at most two blocks")
+        func farReadSendsTwoBlocks() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = S3TestServer.bucketName("farread")
+            try await server.makeBucket(bucket)
+            var contents = Data(count: 16 << 20)
+            contents.withUnsafeMutableBytes { bytes in
+                for index in stride(from: 0, to: bytes.count, by: 8) {
+                    bytes.storeBytes(of: UInt64(index) &* 0x9E37_79B9_7F4A_7C15, toByteOffset: index, as: UInt64.self)
+                }
+            }
+            try await server.put(contents, bucket: bucket, key: "big.bin")
+            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
+            defer { proxy.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch,
+                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            let offset = 12 << 20
+            let read = try await Command.bash(
+                "dd if=\"$1\" bs=4096 skip=$2 count=1 status=none | od -An -tx1 | tr -d ' \\n'",
+                mount.path("big.bin"),
+                String(offset / 4096)
+            ).check()
+            let expected = contents[offset..<(offset + 4096)].map { String(format: "%02x", $0) }.joined()
+            #expect(read.stdout == expected, "the 4 KiB at 12 MiB differ from the object's")
+            let gets = try proxy.answers().filter { $0.method == "GET" && $0.path.hasSuffix("/big.bin") }
+            let block = 64 << 10  // the default --block-size
+            #expect(!gets.isEmpty && gets.allSatisfy { $0.status == 206 }, "\(gets)")
+            #expect(gets.reduce(0) { $0 + $1.bytes } <= 2 * block, "a 4 KiB read made the server send \(gets)")
+        }
+
         @Test("a wrong secret fails the mount with one clear line; the secret shows in no process, log or message")
         func wrongSecret() async throws {
             let server = try await S3TestServer.shared()

@@ -170,22 +170,43 @@ public final class S3TestServer: Sendable {
 public final class S3FaultProxy: Sendable {
     public let endpoint: URL
     private let pid: pid_t
+    private let log: String
 
-    private init(endpoint: URL, pid: pid_t) {
+    private init(endpoint: URL, pid: pid_t, log: String) {
         self.endpoint = endpoint
         self.pid = pid
+        self.log = log
+    }
+
+    /// One answer the proxy sent.
+    public struct Answer: Sendable {
+        public var method: String
+        public var path: String
+        public var status: Int
+        public var bytes: Int
+    }
+
+    /// Every answer sent so far, in order.
+    public func answers() throws -> [Answer] {
+        try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").compactMap { line in
+            let words = line.split(separator: " ")
+            guard words.count == 4, let status = Int(words[2]), let bytes = Int(words[3]) else { return nil }
+            return Answer(method: String(words[0]), path: String(words[1]), status: status, bytes: bytes)
+        }
     }
 
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/s3-fault-proxy.py"
 
     public static func start(inFrontOf server: S3TestServer, mode: String) async throws -> S3FaultProxy {
         let port = try WebDAVTestServer.freePort()
-        let output = server.directory.appending(path: "proxy-\(port).log").path
+        let output = server.directory.appending(path: "proxy-\(port).out").path
+        let log = server.directory.appending(path: "proxy-\(port).log").path
+        FileManager.default.createFile(atPath: log, contents: nil)
         let pid = try ChildProcess.spawn(
-            ["python3", script, String(port), String(server.endpoint.port ?? 80), mode], stdout: .file(output),
+            ["python3", script, String(port), String(server.endpoint.port ?? 80), mode, log], stdout: .file(output),
             stderr: .file(output), newProcessGroup: true)
         WebDAVTestServer.registerGroup(pid)
-        let proxy = S3FaultProxy(endpoint: URL(string: "http://127.0.0.1:\(port)")!, pid: pid)
+        let proxy = S3FaultProxy(endpoint: URL(string: "http://127.0.0.1:\(port)")!, pid: pid, log: log)
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             if (try? String(contentsOfFile: output, encoding: .utf8))?.contains("ready") == true { return proxy }

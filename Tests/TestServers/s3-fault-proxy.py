@@ -2,7 +2,7 @@
 """An HTTP proxy on 127.0.0.1 in front of a real S3 server that spoils its answers, for the S3
 provider's hostile-response tests (issue 52: "a small fault-injecting proxy in front of RGW").
 
-    s3-fault-proxy.py LISTEN_PORT TARGET_PORT MODE
+    s3-fault-proxy.py LISTEN_PORT TARGET_PORT MODE [LOG]
 
 Requests go to the target unchanged, Host header included, so SigV4 signatures still verify.
 MODE spoils answers:
@@ -11,13 +11,15 @@ MODE spoils answers:
   xml     a listing's body is cut in the middle (malformed XML)
   escape  a listing names a key outside the prefix asked for
   pass    nothing
-Prints "ready" once it listens.
+With LOG, each answer is a line there: method, path, status and body bytes sent. Prints "ready"
+once it listens.
 """
 import http.client
 import http.server
 import sys
 
 LISTEN_PORT, TARGET_PORT, MODE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+LOG = open(sys.argv[4], "a", buffering=1) if len(sys.argv) > 4 else None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -69,6 +71,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+        if LOG:
+            LOG.write(f"{self.command} {self.path} {answer.status} {0 if self.command == 'HEAD' else len(data)}\n")
         self.wfile.flush()
 
     @staticmethod
