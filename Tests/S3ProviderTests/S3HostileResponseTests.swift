@@ -54,4 +54,37 @@ import Testing
             Issue.record("\(mode): the spoiled answer gave \(outcome)")
         }
     }
+
+    /// 503 SlowDown is retried with growing, jittered pauses; a server that keeps answering it is
+    /// unreachable (EHOSTDOWN), after the retries and not before.
+    @Test(arguments: ["slowdown", "overloaded"])
+    func slowDownIsRetriedThenUnreachable(mode: String) async throws {
+        let server = try await S3TestServer.shared()
+        let bucket = S3TestServer.bucketName(mode)
+        try await server.makeBucket(bucket)
+        try await server.put(Data("x".utf8), bucket: bucket, key: "a.txt")
+        let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: mode)
+        defer { proxy.stop() }
+        var configuration = S3ConformanceTests.configuration(server, bucket: bucket)
+        configuration.endpoint = proxy.endpoint
+        configuration.retries = 2
+        let provider = try S3Provider(configuration: configuration)
+        let started = ContinuousClock.now
+        let outcome = await Result(catching: { try await provider.item(for: ItemIdentifier("a.txt")) })
+        let waited = ContinuousClock.now - started
+        await provider.invalidate()
+        let answers = try proxy.answers()
+        #expect(answers.count == 3, "\(answers)")
+        // Pauses of 100–200 ms and 400–800 ms before the second and third attempts.
+        #expect(waited >= .milliseconds(500), "\(waited)")
+        if mode == "slowdown" {
+            #expect(try outcome.get().size == 1)
+        } else {
+            guard case .failure(ProviderError.serverUnreachable(let reason)) = outcome else {
+                Issue.record("an overloaded server gave \(outcome)")
+                return
+            }
+            #expect(reason.contains("503"), "\(reason)")  // a HEAD's answer has no body to name SlowDown
+        }
+    }
 }

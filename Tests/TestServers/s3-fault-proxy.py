@@ -10,15 +10,20 @@ MODE spoils answers:
   range   a ranged GET's Content-Range starts 4096 bytes later than the range sent
   xml     a listing's body is cut in the middle (malformed XML)
   escape  a listing names a key outside the prefix asked for
+  slowdown    the first two requests get 503 SlowDown, the rest pass
+  overloaded  every request gets 503 SlowDown
   pass    nothing
 With LOG, each answer is a line there: method, path, status and body bytes sent. Prints "ready"
 once it listens.
 """
 import http.client
 import http.server
+import itertools
 import sys
 
 LISTEN_PORT, TARGET_PORT, MODE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+REQUESTS = itertools.count()
+SLOWDOWN = b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message></Message></Error>'
 LOG = open(sys.argv[4], "a", buffering=1) if len(sys.argv) > 4 else None
 
 
@@ -31,6 +36,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def relay(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        number = next(REQUESTS)
+        if MODE == "overloaded" or (MODE == "slowdown" and number < 2):
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(SLOWDOWN)))
+            self.end_headers()
+            self.wfile.write(SLOWDOWN)
+            if LOG:
+                LOG.write(f"{self.command} {self.path} 503 {len(SLOWDOWN)}\n")
+            return
         target = http.client.HTTPConnection("127.0.0.1", TARGET_PORT, timeout=30)
         headers = {name: value for name, value in self.headers.items()}
         target.request(self.command, self.path, body=body, headers=headers)
