@@ -59,7 +59,9 @@ extension S3Provider {
         let target = S3Path(name: newName, in: newParent, isFolder: source.isFolder)
         let modified: Item
         if source.isFolder {
-            if moves, target != source { try await moveFolder(source, to: target) }
+            if moves, target != source {
+                try await moveFolder(source, to: target, resuming: options.contains(.mayAlreadyExist))
+            }
             modified = target.folderItem
         } else {
             let writes = changedFields.contains(.contents)
@@ -212,22 +214,33 @@ extension S3Provider {
         }
     }
 
-    /// A folder's rename: every key under it copied to the new prefix, then deleted.
-    private func moveFolder(_ source: S3Path, to target: S3Path) async throws {
-        if let taken = try await occupant(named: target.name, in: target.parent) {
+    /// A folder's rename: every key under it copied to the new prefix, then deleted, journalled
+    /// (`S3FolderMoves`) so that one a kill -9 cut off is finished at the next mount. With
+    /// `resuming` (a replay, or that next mount) a target the move already began is no collision,
+    /// and a source already gone with its target there is a move already done.
+    func moveFolder(_ source: S3Path, to target: S3Path, resuming: Bool) async throws {
+        if let taken = try await occupant(named: target.name, in: target.parent),
+            !(resuming && taken == target.identifier)
+        {
             throw ProviderError.filenameCollision(existing: taken)
         }
         let keys = try await keys(under: source)
-        guard !keys.isEmpty else { throw ProviderError.noSuchItem(source.identifier) }
+        guard !keys.isEmpty else {
+            if resuming, try await folderExists(target) { return }
+            throw ProviderError.noSuchItem(source.identifier)
+        }
+        let journal = S3FolderMoves(provider: self)
+        let entry = try await journal.note(source, to: target)
         for key in keys {
             let moved = S3Path(relative: target.relative + key.dropFirst(source.relative.count))
             try await copy(S3Path(relative: key), to: moved, ifMatching: nil)
         }
         for key in keys.sorted(by: >) { try await delete(S3Path(relative: key)) }
+        await journal.forget(entry)
     }
 
     /// Every key under a folder's prefix (relative to the mount), its marker included.
-    private func keys(under folder: S3Path) async throws -> [String] {
+    func keys(under folder: S3Path) async throws -> [String] {
         var keys: [String] = []
         var token: String?
         repeat {

@@ -19,8 +19,8 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
     let history: WalkHistory
     /// The keys of the mount: "" or `PREFIX/`.
     let keyPrefix: String
-    /// Whether the multipart uploads a kill -9 left have been aborted (once per mount).
-    private let abandonedUploadsAborted = Mutex(false)
+    /// Whether what a kill -9 left (multipart uploads, folder moves) was cleaned up: once per mount.
+    private let leftoversCleaned = Mutex(false)
 
     /// Objects hold no symlinks (no convention is shared by the tools) and buckets have no trash.
     public var features: ProviderFeatures { [] }
@@ -59,10 +59,11 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
             // Asked of the bucket, though the answer is known: the engine's first question at mount
             // is this one, and wrong keys or a missing bucket must fail the mount there.
             try await checkReachable()
-            if abandonedUploadsAborted.withLock({ done in
+            if leftoversCleaned.withLock({ done in
                 defer { done = true }; return !done
             }) {
                 await S3MultipartUpload(provider: self).abortAbandoned()
+                await S3FolderMoves(provider: self).finishInterrupted()
             }
             return path.folderItem
         }
