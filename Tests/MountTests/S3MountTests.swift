@@ -175,6 +175,33 @@ extension MountTests {
             #expect(gets.reduce(0) { $0 + $1.bytes } <= 2 * block, "a 4 KiB read made the server send \(gets)")
         }
 
+        @Test("ls -lR and find of the bucket send listings only: no HEAD, no GET of an object, one listing per folder")
+        func listingSendsNoHead() async throws {
+            let server = try await S3TestServer.shared()
+            var files: [String: String] = [:]
+            for folder in ["", "a/", "a/b/", "c/"] {
+                for index in 0..<5 { files["\(folder)file\(index).txt"] = "\(folder)\(index)\n" }
+            }
+            let bucket = try await Self.bucket("lslr", on: server, files: files)
+            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
+            defer { proxy.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch,
+                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            let before = try proxy.answers().count
+            let listed = try await Command(["ls", "-lR", mount.mountpoint]).check()
+            #expect(listed.lines.filter { $0.hasPrefix("-") }.count == 20, "\(listed.stdout)")
+            let found = try await Command(["find", mount.mountpoint]).check()
+            #expect(found.lines.count == 24, "\(found.stdout)")
+            let sent = try proxy.answers().dropFirst(before)
+            #expect(sent.allSatisfy { $0.method == "GET" && $0.path.contains("list-type=2") }, "\(Array(sent))")
+            #expect(sent.count <= 4, "more than one listing per folder: \(Array(sent))")
+        }
+
         @Test("a wrong secret fails the mount with one clear line; the secret shows in no process, log or message")
         func wrongSecret() async throws {
             let server = try await S3TestServer.shared()
