@@ -20,15 +20,16 @@ extension S3Provider {
     ) async throws -> PartialFetchResult {
         let path = S3Path(identifier)
         guard !path.isFolder else { throw ProviderError.cannotSynchronize(reason: "\(path) is a folder") }
-        // The object's size bounds the range; the first GET learns it when the engine's is stale.
-        let start = minimalRange.lowerBound / max(alignment, 1) * max(alignment, 1)
-        let end = (minimalRange.upperBound + alignment - 1) / max(alignment, 1) * max(alignment, 1)
-        guard end > start else {
+        // The object's size is not known here (the engine's may be stale): the server cuts the
+        // range at the end, and the answer's Content-Range says where.
+        let wanted = PartialFetchResult.alignedRange(covering: minimalRange, alignment: alignment, size: .max)
+        guard !wanted.isEmpty else {
             let item = try await head(path)
             guard item.version.content == version.content else { throw ProviderError.versionNoLongerAvailable }
+            let start = min(wanted.lowerBound, item.size)
             return PartialFetchResult(retrievedRange: start..<start, item: item)
         }
-        let (item, range) = try await get(path, version: version, range: start..<end, into: sink)
+        let (item, range) = try await get(path, version: version, range: wanted, into: sink)
         return PartialFetchResult(retrievedRange: range, item: item)
     }
 
