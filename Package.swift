@@ -6,6 +6,16 @@ let swiftSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6)
 ]
 
+/// What a provider that talks HTTP to its remote (WebDAV, S3) builds on.
+let httpProviderDependencies: [Target.Dependency] = [
+    "FileProviderKit",
+    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOHTTP1", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "Crypto", package: "swift-crypto"),
+]
+
 let package = Package(
     name: "fpfs",
     platforms: [.macOS(.v15)],
@@ -78,26 +88,12 @@ let package = Package(
         ),
         .target(
             name: "WebDAVProvider",
-            dependencies: [
-                "FileProviderKit",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            dependencies: httpProviderDependencies,
             swiftSettings: swiftSettings
         ),
         .target(
             name: "S3Provider",
-            dependencies: [
-                "FileProviderKit",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            dependencies: httpProviderDependencies,
             swiftSettings: swiftSettings
         ),
         .target(

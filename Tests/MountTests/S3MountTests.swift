@@ -23,6 +23,23 @@ extension MountTests {
             return bucket
         }
 
+        /// Runs `body` with a mount of `bucket` whose requests go through a proxy that spoils
+        /// nothing and logs every answer (`S3FaultProxy`).
+        static func withMountThroughProxy(
+            _ bucket: String, on server: S3TestServer, _ body: (TestMount, S3FaultProxy) async throws -> Void
+        ) async throws {
+            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
+            defer { proxy.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch,
+                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            try await body(mount, proxy)
+        }
+
         static func options(_ server: S3TestServer) -> [String] {
             ["--s3-endpoint", server.endpoint.absoluteString, "--poll-interval", "0"]
         }
@@ -152,27 +169,20 @@ extension MountTests {
                 }
             }
             try await server.put(contents, bucket: bucket, key: "big.bin")
-            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
-            defer { proxy.stop() }
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch,
-                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            let offset = 12 << 20
-            let read = try await Command.bash(
-                "dd if=\"$1\" bs=4096 skip=$2 count=1 status=none | od -An -tx1 | tr -d ' \\n'",
-                mount.path("big.bin"),
-                String(offset / 4096)
-            ).check()
-            let expected = contents[offset..<(offset + 4096)].map { String(format: "%02x", $0) }.joined()
-            #expect(read.stdout == expected, "the 4 KiB at 12 MiB differ from the object's")
-            let gets = try proxy.answers().filter { $0.method == "GET" && $0.path.hasSuffix("/big.bin") }
-            let block = 64 << 10  // the default --block-size
-            #expect(!gets.isEmpty && gets.allSatisfy { $0.status == 206 }, "\(gets)")
-            #expect(gets.reduce(0) { $0 + $1.bytes } <= 2 * block, "a 4 KiB read made the server send \(gets)")
+            try await Self.withMountThroughProxy(bucket, on: server) { mount, proxy in
+                let offset = 12 << 20
+                let read = try await Command.bash(
+                    "dd if=\"$1\" bs=4096 skip=$2 count=1 status=none | od -An -tx1 | tr -d ' \\n'",
+                    mount.path("big.bin"),
+                    String(offset / 4096)
+                ).check()
+                let expected = contents[offset..<(offset + 4096)].map { String(format: "%02x", $0) }.joined()
+                #expect(read.stdout == expected, "the 4 KiB at 12 MiB differ from the object's")
+                let gets = try proxy.answers().filter { $0.method == "GET" && $0.path.hasSuffix("/big.bin") }
+                let block = 64 << 10  // the default --block-size
+                #expect(!gets.isEmpty && gets.allSatisfy { $0.status == 206 }, "\(gets)")
+                #expect(gets.reduce(0) { $0 + $1.bytes } <= 2 * block, "a 4 KiB read made the server send \(gets)")
+            }
         }
 
         @Test("ls -lR and find of the bucket send listings only: no HEAD, no GET of an object, one listing per folder")
@@ -183,23 +193,16 @@ extension MountTests {
                 for index in 0..<5 { files["\(folder)file\(index).txt"] = "\(folder)\(index)\n" }
             }
             let bucket = try await Self.bucket("lslr", on: server, files: files)
-            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
-            defer { proxy.stop() }
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch,
-                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            let before = try proxy.answers().count
-            let listed = try await Command(["ls", "-lR", mount.mountpoint]).check()
-            #expect(listed.lines.filter { $0.hasPrefix("-") }.count == 20, "\(listed.stdout)")
-            let found = try await Command(["find", mount.mountpoint]).check()
-            #expect(found.lines.count == 24, "\(found.stdout)")
-            let sent = try proxy.answers().dropFirst(before)
-            #expect(sent.allSatisfy { $0.method == "GET" && $0.path.contains("list-type=2") }, "\(Array(sent))")
-            #expect(sent.count <= 4, "more than one listing per folder: \(Array(sent))")
+            try await Self.withMountThroughProxy(bucket, on: server) { mount, proxy in
+                let before = try proxy.answers().count
+                let listed = try await Command(["ls", "-lR", mount.mountpoint]).check()
+                #expect(listed.lines.filter { $0.hasPrefix("-") }.count == 20, "\(listed.stdout)")
+                let found = try await Command(["find", mount.mountpoint]).check()
+                #expect(found.lines.count == 24, "\(found.stdout)")
+                let sent = try proxy.answers().dropFirst(before)
+                #expect(sent.allSatisfy { $0.method == "GET" && $0.path.contains("list-type=2") }, "\(Array(sent))")
+                #expect(sent.count <= 4, "more than one listing per folder: \(Array(sent))")
+            }
         }
 
         @Test("a wrong secret fails the mount with one clear line; the secret shows in no process, log or message")
