@@ -6,6 +6,16 @@ let swiftSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6)
 ]
 
+/// What a provider that talks HTTP to its remote (WebDAV, S3) builds on.
+let httpProviderDependencies: [Target.Dependency] = [
+    "FileProviderKit",
+    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOHTTP1", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "Crypto", package: "swift-crypto"),
+]
+
 let package = Package(
     name: "fpfs",
     platforms: [.macOS(.v15)],
@@ -78,14 +88,12 @@ let package = Package(
         ),
         .target(
             name: "WebDAVProvider",
-            dependencies: [
-                "FileProviderKit",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            dependencies: httpProviderDependencies,
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "S3Provider",
+            dependencies: httpProviderDependencies,
             swiftSettings: swiftSettings
         ),
         .target(
@@ -97,7 +105,7 @@ let package = Package(
             name: "fpfs",
             dependencies: [
                 "CFuse", "CMalloc", "CSpawn", "VFS", "FuseKit", "FileProviderKit", "LocalProvider", "WebDAVProvider",
-                "ProviderTesting",
+                "S3Provider", "ProviderTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -121,6 +129,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "S3ProviderTests",
+            dependencies: [
+                "S3Provider", "ProviderTesting", "FileProviderKit", "TestServers",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "MetadataStoreTests",
             dependencies: [
                 "MetadataStore", "FileProviderKit", "TestServers", .product(name: "GRDB", package: "GRDB.swift"),
@@ -141,7 +156,7 @@ let package = Package(
             name: "TestServers", dependencies: ["CSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/TestServers",
             // Run by the tests with python3 from where they lie, not built or bundled.
-            exclude: ["fake-webdav.py", "nextcloud-webdav.py"],
+            exclude: ["fake-webdav.py", "nextcloud-webdav.py", "s3-fault-proxy.py"],
             swiftSettings: swiftSettings),
     ]
 )

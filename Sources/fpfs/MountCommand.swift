@@ -6,14 +6,18 @@ import VFS
 struct MountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount REMOTE (a folder path, file://, webdav://, webdavs://; later s3://) on MOUNTPOINT.",
+        abstract: "Mount REMOTE (a folder path, file://, webdav://, webdavs://, s3://) on MOUNTPOINT.",
         discussion: """
             A WebDAV password comes from the environment variable FPFS_PASSWORD or from ~/.netrc \
-            ($NETRC), never from the command line.
+            ($NETRC), never from the command line. S3 keys come from AWS_ACCESS_KEY_ID and \
+            AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), or from AWS_PROFILE with ~/.aws/credentials \
+            and ~/.aws/config, as the AWS tools find them; never from the command line.
             """)
 
     @Argument(
-        help: "The remote: a folder path, file:///path[?delay=300ms&bandwidth=50MiB], or webdav(s)://host[:port]/path.")
+        help:
+            "The remote: a folder path, file:///path[?delay=300ms&bandwidth=50MiB], webdav(s)://host[:port]/path, or s3://bucket[/prefix]."
+    )
     var remote: String
 
     @Option(help: "The user to log in to a WebDAV server as (password: FPFS_PASSWORD or ~/.netrc).")
@@ -67,6 +71,24 @@ struct MountCommand: AsyncParsableCommand {
     @Flag(help: "unlink and rmdir move items to the remote's trash (a folder remote; refused on WebDAV).")
     var trash = false
 
+    @Option(help: "The S3 server, e.g. http://127.0.0.1:7480 (default: the profile's endpoint_url, else AWS).")
+    var s3Endpoint: String?
+
+    @Option(help: "The S3 region requests are signed for (default: AWS_REGION or the profile's, else us-east-1).")
+    var s3Region: String?
+
+    @Flag(help: "Address the bucket as https://host/BUCKET (the default for a custom endpoint).")
+    var s3PathStyle = false
+
+    @Flag(help: "Send S3 requests unsigned, for a public bucket.")
+    var s3NoSign = false
+
+    @Option(help: "S3: files larger than this go up in parts (bytes or KiB/MiB/GiB; default 64MiB).")
+    var s3MultipartThreshold: String?
+
+    @Option(help: "S3: the size of each part (at least 5MiB; default 16MiB, raised to stay within 10,000 parts).")
+    var s3PartSize: String?
+
     @Flag(help: "On WebDAV, keep symlinks as NAME.rclonelink files holding the target (as rclone does).")
     var links = false
 
@@ -93,7 +115,14 @@ struct MountCommand: AsyncParsableCommand {
             try CommandFailure.checkSeconds(pollInterval, of: "--poll-interval", in: 0...86400)
             let blockSize = try Self.parseBlockSize(self.blockSize)
             let cacheSize = try self.cacheSize.map(Self.parseCacheSize)
-            var remote = try Remote(parsing: self.remote, user: user)
+            var remote = try Remote(
+                parsing: self.remote, user: user,
+                s3: .init(
+                    endpoint: s3Endpoint, region: s3Region, pathStyle: s3PathStyle, noSign: s3NoSign,
+                    multipartThreshold: try s3MultipartThreshold.map {
+                        try Remote.parseByteCount($0, option: "--s3-multipart-threshold")
+                    },
+                    partSize: try s3PartSize.map(Self.parsePartSize)))
             remote.password = PasswordSource.take(fromDescriptor: passwordFd)
             let cacheDirectory =
                 cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
@@ -134,6 +163,12 @@ struct MountCommand: AsyncParsableCommand {
                 if links { arguments.append("--links") }
                 if let nonMaterializing { arguments += ["--non-materializing", nonMaterializing] }
                 if let user { arguments += ["--user", user] }
+                if let s3Endpoint { arguments += ["--s3-endpoint", s3Endpoint] }
+                if let s3Region { arguments += ["--s3-region", s3Region] }
+                if s3PathStyle { arguments.append("--s3-path-style") }
+                if s3NoSign { arguments.append("--s3-no-sign") }
+                if let s3MultipartThreshold { arguments += ["--s3-multipart-threshold", s3MultipartThreshold] }
+                if let s3PartSize { arguments += ["--s3-part-size", s3PartSize] }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }
                 try DaemonLauncher.launch(
                     arguments: arguments, password: remote.password,
@@ -162,6 +197,14 @@ struct MountCommand: AsyncParsableCommand {
         guard !text.hasPrefix("-") else { throw CommandFailure("--cache-size must be positive: \(message)") }
         guard let size = try? Remote.parseByteCount(text, option: "cache size"), (1 << 20...1 << 60).contains(size)
         else { throw CommandFailure(message) }
+        return size
+    }
+
+    /// At least 5 MiB (S3's smallest part) and at most 5 GiB (its largest).
+    static func parsePartSize(_ text: String) throws -> UInt64 {
+        guard let size = try? Remote.parseByteCount(text, option: "part size"), size >= 5 << 20, size <= 5 << 30 else {
+            throw CommandFailure("--s3-part-size must be a size from 5MiB to 5GiB (e.g. 16MiB), not '\(text)'")
+        }
         return size
     }
 

@@ -1,6 +1,7 @@
 import FileProviderKit
 import Foundation
 import LocalProvider
+import S3Provider
 import WebDAVProvider
 
 /// The REMOTE argument of `fpfs mount`, parsed: which provider serves it, and how it is named in
@@ -11,6 +12,23 @@ struct Remote: Sendable {
         case folder(path: String, requestDelay: Duration, bandwidthLimit: UInt64?)
         /// A WebDAV collection at an `http(s)://` URL, and the user to log in as.
         case webdav(url: URL, user: String?)
+        /// A bucket (and prefix) of an S3-compatible store, with how to reach it.
+        case s3(bucket: String, prefix: String, options: S3Options)
+    }
+
+    /// The `--s3-*` options of `fpfs mount`.
+    struct S3Options: Sendable {
+        /// `--s3-endpoint`; nil: the profile's `endpoint_url`, else AWS for the region.
+        var endpoint: String?
+        /// `--s3-region`; nil: the environment or profile, else us-east-1.
+        var region: String?
+        /// `--s3-path-style`: always path style (a custom endpoint uses it anyway).
+        var pathStyle = false
+        /// `--s3-no-sign`: anonymous requests, for a public bucket.
+        var noSign = false
+        /// `--s3-multipart-threshold` and `--s3-part-size`; nil: the provider's defaults.
+        var multipartThreshold: UInt64?
+        var partSize: UInt64?
     }
 
     let kind: Kind
@@ -22,7 +40,7 @@ struct Remote: Sendable {
 
     /// Parses a path, `file://` URL, `webdav://` or `webdavs://` URL, or one of the planned schemes;
     /// throws a message naming the problem. `user` is `--user`, for remotes that log in.
-    init(parsing argument: String, user: String? = nil) throws {
+    init(parsing argument: String, user: String? = nil, s3: S3Options = S3Options()) throws {
         guard !argument.isEmpty else { throw CommandFailure("the remote is empty") }
         if let schemeEnd = argument.range(of: "://") {
             let scheme = argument[..<schemeEnd.lowerBound].lowercased()
@@ -52,7 +70,7 @@ struct Remote: Sendable {
                 try self.init(webdav: argument, secure: scheme == "webdavs", user: user)
                 return
             case "s3":
-                throw CommandFailure("\(scheme):// remotes are not supported by this build yet")
+                try self.init(s3: argument, options: s3)
             default:
                 throw CommandFailure(
                     "unknown URL scheme '\(scheme)' (use a folder path, file://, webdav://, webdavs:// or s3://)")
@@ -91,6 +109,21 @@ struct Remote: Sendable {
         name = components.string ?? argument
     }
 
+    /// `s3://BUCKET[/PREFIX]`. Keys are not in the URL: they come from the environment or the
+    /// AWS profile, never from the command line.
+    private init(s3 argument: String, options: S3Options) throws {
+        let rest = argument[argument.range(of: "://")!.upperBound...]
+        let bucket = String(rest.prefix { $0 != "/" })
+        let prefix = String(rest.dropFirst(bucket.count).drop { $0 == "/" })
+        guard !bucket.isEmpty, !bucket.contains("@"), !bucket.contains(":"), !bucket.contains("?") else {
+            throw CommandFailure(
+                "'\(argument)' is not a valid S3 remote (example: s3://bucket/prefix; keys come from AWS_ACCESS_KEY_ID or ~/.aws)"
+            )
+        }
+        kind = .s3(bucket: bucket, prefix: prefix, options: options)
+        name = "s3://\(bucket)" + (prefix.isEmpty ? "" : "/\(prefix)")
+    }
+
     private init(folder path: String, name: String, delay: Duration, bandwidth: UInt64?) throws {
         self.kind = .folder(path: path, requestDelay: delay, bandwidthLimit: bandwidth)
         self.name = name
@@ -107,7 +140,7 @@ struct Remote: Sendable {
             }
             guard isDirectory.boolValue else { throw CommandFailure("the remote '\(path)' is not a folder") }
             return nil
-        case .webdav:
+        case .webdav, .s3:
             // Asked by the daemon when it starts: a server that does not answer then means an
             // offline start (with a cache) or a clear error (without).
             return nil
@@ -135,7 +168,43 @@ struct Remote: Sendable {
                     url: url, credentials: credentials, stateDirectory: stateDirectory, maximumConnections: connections,
                     symlinksAsMarkerFiles: links)
             )
+        case .s3(let bucket, let prefix, let options):
+            return try S3Provider(
+                configuration: Self.s3Configuration(
+                    bucket: bucket, prefix: prefix, options: options, stateDirectory: stateDirectory,
+                    connections: connections),
+                allowPlainHTTP: options.endpoint != nil)
         }
+    }
+
+    /// Where the bucket is and which keys sign for it, from the options, the environment and the
+    /// AWS profile (see `S3Credentials.find`).
+    static func s3Configuration(
+        bucket: String, prefix: String, options: S3Options, stateDirectory: URL, connections: Int
+    ) throws -> S3Provider.Configuration {
+        let found = S3Credentials.find(
+            environment: ProcessInfo.processInfo.environment, home: FileManager.default.homeDirectoryForCurrentUser.path
+        )
+        let region = options.region ?? found.region ?? "us-east-1"
+        let endpointText = options.endpoint ?? found.endpoint ?? "https://s3.\(region).amazonaws.com"
+        guard let endpoint = URL(string: endpointText), endpoint.host != nil else {
+            throw CommandFailure(
+                "'\(endpointText)' is not a valid --s3-endpoint (example: https://s3.example.com:9000)")
+        }
+        guard options.noSign || found.credentials != nil else {
+            throw CommandFailure(
+                "no S3 keys: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with ~/.aws/credentials (or use --s3-no-sign for a public bucket)"
+            )
+        }
+        let custom = options.endpoint != nil || found.endpoint != nil
+        var configuration = S3Provider.Configuration(
+            endpoint: endpoint, bucket: bucket, prefix: prefix, region: region,
+            pathStyle: options.pathStyle || custom || bucket.contains("."),
+            credentials: options.noSign ? nil : found.credentials, stateDirectory: stateDirectory,
+            maximumConnections: connections)
+        if let threshold = options.multipartThreshold { configuration.multipartThreshold = Int64(threshold) }
+        if let size = options.partSize { configuration.partSize = Int64(size) }
+        return configuration
     }
 
     /// The longest `delay` of a file:// URL: an hour per request is slow enough for any test.

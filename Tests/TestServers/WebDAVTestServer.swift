@@ -162,7 +162,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
             try? FileManager.default.removeItem(atPath: trusted)
         }
         try? FileManager.default.removeItem(at: directory)
-        if let registry = Self.registry { try? FileManager.default.removeItem(atPath: registry + "/\(pid)") }
+        Self.unregisterGroup(pid)
     }
 
     /// Where running servers leave their process group ids, so that scripts/test.sh can kill the
@@ -171,10 +171,14 @@ public final class WebDAVTestServer: @unchecked Sendable {
         $0 + "/servers"
     }
 
-    private static func registerGroup(_ pgid: Int32) {
+    static func registerGroup(_ pgid: Int32) {
         guard let registry else { return }
         try? FileManager.default.createDirectory(atPath: registry, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: registry + "/\(pgid)", contents: nil)
+    }
+
+    static func unregisterGroup(_ pgid: Int32) {
+        if let registry { try? FileManager.default.removeItem(atPath: registry + "/\(pgid)") }
     }
 
     /// True while the main process has not exited; it stays unreaped (a zombie, `Z` in
@@ -364,7 +368,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
     }
 
     /// A port nothing listens on now, from the kernel's choice for a socket bound to port 0.
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestServerFailure("socket: errno \(errno)") }
         defer { close(fd) }

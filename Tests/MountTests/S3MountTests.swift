@@ -1,0 +1,246 @@
+import Foundation
+import TestServers
+import Testing
+
+extension MountTests {
+    /// `fpfs mount s3://BUCKET…` against a real object store: Ceph's RADOS Gateway
+    /// (TestServers.S3TestServer), one bucket per test, the objects checked on the server itself.
+    @Suite("S3 remotes")
+    struct S3MountTests {
+        /// The mount's environment: the keys, as every AWS tool takes them.
+        static func environment(_ server: S3TestServer, secret: String? = nil) -> [String: String] {
+            [
+                "AWS_ACCESS_KEY_ID": server.accessKey, "AWS_SECRET_ACCESS_KEY": secret ?? server.secretKey,
+                "AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+            ]
+        }
+
+        /// A new bucket holding `files` (key: content).
+        static func bucket(_ label: String, on server: S3TestServer, files: [String: String]) async throws -> String {
+            let bucket = S3TestServer.bucketName(label)
+            try await server.makeBucket(bucket)
+            for (key, content) in files { try await server.put(Data(content.utf8), bucket: bucket, key: key) }
+            return bucket
+        }
+
+        /// Runs `body` with a mount of `bucket` whose requests go through a proxy that spoils
+        /// nothing and logs every answer (`S3FaultProxy`).
+        static func withMountThroughProxy(
+            _ bucket: String, on server: S3TestServer, _ body: (TestMount, S3FaultProxy) async throws -> Void
+        ) async throws {
+            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
+            defer { proxy.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch,
+                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            try await body(mount, proxy)
+        }
+
+        static func options(_ server: S3TestServer) -> [String] {
+            ["--s3-endpoint", server.endpoint.absoluteString, "--poll-interval", "0"]
+        }
+
+        @Test("reads, writes, renames, deletes and a conflict through the mount reach the bucket")
+        func readWriteRenameDeleteConflict() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket(
+                "mount", on: server, files: ["docs/readme.txt": "from the server\n", "notes.txt": "the original\n"])
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            // Files over 6 MiB go up in parts of 5 MiB.
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch,
+                options: Self.options(server) + ["--s3-multipart-threshold", "6MiB", "--s3-part-size", "5MiB"],
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+
+            let read = try await Command(["cat", mount.path("docs/readme.txt")]).check()
+            #expect(read.stdout == "from the server\n")
+            try await Command.bash(
+                """
+                set -e
+                cd "$1"
+                echo written here > new.txt
+                mkdir empty
+                mv docs/readme.txt docs/moved.txt
+                echo doomed > doomed.txt
+                head -c 12345678 /dev/urandom > big.bin
+                """, mount.mountpoint
+            ).check()
+            try await mount.sync()
+            try await Command(["rm", mount.path("doomed.txt")]).check()
+            try await mount.sync()
+            #expect(try await server.get(bucket: bucket, key: "new.txt") == Data("written here\n".utf8))
+            #expect(try await server.get(bucket: bucket, key: "docs/moved.txt") == Data("from the server\n".utf8))
+            #expect(try await server.get(bucket: bucket, key: "docs/readme.txt") == nil)
+            #expect(try await server.get(bucket: bucket, key: "doomed.txt") == nil)
+            #expect(try await server.keys(bucket: bucket).contains("empty/"), "mkdir left no marker")
+            let big = try Data(contentsOf: URL(fileURLWithPath: mount.path("big.bin")))
+            #expect(try await server.get(bucket: bucket, key: "big.bin") == big, "the multipart object differs")
+            // A multipart object's ETag ends in its count of parts.
+            let listed = try await server.request("GET", "/\(bucket)?list-type=2&prefix=big.bin")
+            #expect(String(decoding: listed.body, as: UTF8.self).contains("-3&quot;"), "big.bin went up in one part")
+            let uploads = try await server.request("GET", "/\(bucket)?uploads")
+            #expect(!String(decoding: uploads.body, as: UTF8.self).contains("<Upload>"), "an upload was left")
+
+            // A conflict: the object changes on the server, then through the mount.
+            try await Command(["cat", mount.path("notes.txt")]).check()
+            try await server.put(Data("changed on the server\n".utf8), bucket: bucket, key: "notes.txt")
+            try await Command.bash("echo 'changed here' > \"$1\"", mount.path("notes.txt")).check()
+            try await mount.sync()
+            let keys = try await server.keys(bucket: bucket)
+            let copy = try #require(keys.first { $0.hasPrefix("notes (conflict ") && $0.hasSuffix(").txt") }, "\(keys)")
+            #expect(try await server.get(bucket: bucket, key: "notes.txt") == Data("changed on the server\n".utf8))
+            let kept = try await server.get(bucket: bucket, key: copy)
+            #expect(kept == Data("changed here\n".utf8))
+        }
+
+        @Test("changes made in the bucket show after fpfs signal; a folder renamed through the mount moves every key")
+        func remoteChangesAndFolderRename() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket(
+                "changes", on: server,
+                files: ["keep.txt": "v1\n", "gone.txt": "bye\n", "dir/a.txt": "a\n", "dir/sub/b.txt": "b\n"])
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "v1\n")
+            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "gone.txt", "keep.txt"])
+
+            try await server.put(Data("version two\n".utf8), bucket: bucket, key: "keep.txt")
+            try await server.put(Data("new\n".utf8), bucket: bucket, key: "fresh/new.txt")
+            _ = try await server.request("DELETE", "/\(bucket)/gone.txt")
+            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "fresh", "keep.txt"])
+            #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "version two\n")
+            #expect(try await Command(["cat", mount.path("fresh/new.txt")]).check().stdout == "new\n")
+
+            try await Command(["mv", mount.path("dir"), mount.path("moved")]).check()
+            try await mount.sync()
+            let keys = try await server.keys(bucket: bucket).sorted()
+            #expect(keys == ["fresh/new.txt", "keep.txt", "moved/a.txt", "moved/sub/b.txt"], "\(keys)")
+            #expect(try await Command(["cat", mount.path("moved/sub/b.txt")]).check().stdout == "b\n")
+        }
+
+        @Test("two mounts of one bucket (two cache folders) editing the same file keep both versions")
+        func twoMountsEditingOneFile() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("twomounts", on: server, files: ["shared.txt": "the original\n"])
+            let first = try Scratch()
+            defer { first.remove() }
+            let second = try Scratch()
+            defer { second.remove() }
+            var mounts: [TestMount] = []
+            defer { for mount in mounts { mount.unmount() } }
+            for scratch in [first, second] {
+                mounts.append(
+                    try await TestMount.start(
+                        remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
+                        environment: Self.environment(server)))
+                try await Command(["cat", mounts.last!.path("shared.txt")]).check()
+            }
+            try await Command.bash("echo 'from the first' > \"$1\"", mounts[0].path("shared.txt")).check()
+            try await mounts[0].sync()
+            try await Command.bash("echo 'from the second' > \"$1\"", mounts[1].path("shared.txt")).check()
+            try await mounts[1].sync()
+            let keys = try await server.keys(bucket: bucket)
+            #expect(keys.count == 2, "\(keys)")
+            let copy = try #require(keys.first { $0.hasPrefix("shared (conflict ") }, "\(keys)")
+            #expect(try await server.get(bucket: bucket, key: "shared.txt") == Data("from the first\n".utf8))
+            #expect(try await server.get(bucket: bucket, key: copy) == Data("from the second\n".utf8))
+        }
+
+        @Test("4 KiB far into a cold object makes the server send at most two blocks")
+        func farReadSendsTwoBlocks() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = S3TestServer.bucketName("farread")
+            try await server.makeBucket(bucket)
+            var contents = Data(count: 16 << 20)
+            contents.withUnsafeMutableBytes { bytes in
+                for index in stride(from: 0, to: bytes.count, by: 8) {
+                    bytes.storeBytes(of: UInt64(index) &* 0x9E37_79B9_7F4A_7C15, toByteOffset: index, as: UInt64.self)
+                }
+            }
+            try await server.put(contents, bucket: bucket, key: "big.bin")
+            try await Self.withMountThroughProxy(bucket, on: server) { mount, proxy in
+                let offset = 12 << 20
+                let read = try await Command.bash(
+                    "dd if=\"$1\" bs=4096 skip=$2 count=1 status=none | od -An -tx1 | tr -d ' \\n'",
+                    mount.path("big.bin"),
+                    String(offset / 4096)
+                ).check()
+                let expected = contents[offset..<(offset + 4096)].map { String(format: "%02x", $0) }.joined()
+                #expect(read.stdout == expected, "the 4 KiB at 12 MiB differ from the object's")
+                let gets = try proxy.answers().filter { $0.method == "GET" && $0.path.hasSuffix("/big.bin") }
+                let block = 64 << 10  // the default --block-size
+                #expect(!gets.isEmpty && gets.allSatisfy { $0.status == 206 }, "\(gets)")
+                #expect(gets.reduce(0) { $0 + $1.bytes } <= 2 * block, "a 4 KiB read made the server send \(gets)")
+            }
+        }
+
+        @Test("ls -lR and find of the bucket send listings only: no HEAD, no GET of an object, one listing per folder")
+        func listingSendsNoHead() async throws {
+            let server = try await S3TestServer.shared()
+            var files: [String: String] = [:]
+            for folder in ["", "a/", "a/b/", "c/"] {
+                for index in 0..<5 { files["\(folder)file\(index).txt"] = "\(folder)\(index)\n" }
+            }
+            let bucket = try await Self.bucket("lslr", on: server, files: files)
+            try await Self.withMountThroughProxy(bucket, on: server) { mount, proxy in
+                let before = try proxy.answers().count
+                let listed = try await Command(["ls", "-lR", mount.mountpoint]).check()
+                #expect(listed.lines.filter { $0.hasPrefix("-") }.count == 20, "\(listed.stdout)")
+                let found = try await Command(["find", mount.mountpoint]).check()
+                #expect(found.lines.count == 24, "\(found.stdout)")
+                let sent = try proxy.answers().dropFirst(before)
+                #expect(sent.allSatisfy { $0.method == "GET" && $0.path.contains("list-type=2") }, "\(Array(sent))")
+                #expect(sent.count <= 4, "more than one listing per folder: \(Array(sent))")
+            }
+        }
+
+        @Test("a wrong secret fails the mount with one clear line; the secret shows in no process, log or message")
+        func wrongSecret() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("secret", on: server, files: ["a.txt": "kept\n"])
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let wrongSecret = "wrong-\(UUID().uuidString)"
+            var refused = try TestMount.mountCommand(
+                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
+                options: Self.options(server))
+            refused.environment = Self.environment(server, secret: wrongSecret)
+            let output = await refused.run()
+            if output.succeeded {
+                TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache).unmount()
+            }
+            #expect(output.status != 0, "a wrong secret mounted")
+            #expect(
+                output.stderr.contains("access denied by the server: check the access key"), "\(output)")
+            #expect(!output.stderr.contains(wrongSecret), "the secret is in the message")
+            #expect(!MountTable.isMounted(scratch.mountpoint))
+
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            #expect(try await Command(["cat", mount.path("a.txt")]).check().stdout == "kept\n")
+            let processes = try await Command(["ps", "-eo", "args"]).check()
+            #expect(!processes.stdout.contains(server.secretKey), "the secret is in the process list")
+            let log = try String(contentsOfFile: scratch.cache + "/fpfs.log", encoding: .utf8)
+            #expect(!log.contains(server.secretKey) && !log.contains(wrongSecret), "the secret is in the log")
+            let store = try await Command.bash(
+                "cat \"$1\"/* 2>/dev/null | grep -c -F \"$2\" || true", scratch.cache, server.secretKey
+            ).check()
+            #expect(
+                store.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "the secret is in the cache folder"
+            )
+        }
+    }
+}

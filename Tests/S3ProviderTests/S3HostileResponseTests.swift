@@ -1,0 +1,90 @@
+import FileProviderKit
+import Foundation
+import ProviderTesting
+import TestServers
+import Testing
+
+@testable import S3Provider
+
+/// Answers a provider must refuse, made by a proxy that spoils what Ceph RGW sends: a body
+/// shorter than its Content-Length, a Content-Range other than the range asked for, a listing cut
+/// in the middle, a listing naming a key outside the mounted prefix. Each fails with
+/// `cannotSynchronize` or `serverUnreachable` (EIO or EHOSTDOWN), nothing of it accepted.
+@Suite struct S3HostileResponseTests {
+    /// `pass` spoils nothing: the proxy itself keeps signatures valid, so the refusals are the
+    /// spoiled answers' doing.
+    @Test(arguments: ["pass-read", "pass-list", "short", "range", "xml", "escape"])
+    func spoiledAnswerIsRefused(mode: String) async throws {
+        let server = try await S3TestServer.shared()
+        let bucket = S3TestServer.bucketName("hostile\(mode)")
+        try await server.makeBucket(bucket)
+        let contents = ConformanceFixture.pattern(count: 256 << 10, seed: 3)
+        try await server.put(Data(contents), bucket: bucket, key: "p/big.bin")
+        let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: mode.hasPrefix("pass") ? "pass" : mode)
+        defer { proxy.stop() }
+        var configuration = S3ConformanceTests.configuration(server, bucket: bucket, prefix: "p")
+        configuration.endpoint = proxy.endpoint
+        configuration.retries = 0
+        let provider = try S3Provider(configuration: configuration)
+        let sink = MemorySink()
+        let outcome = await Result(catching: { () -> String in
+            switch mode {
+            case "short", "range", "pass-read":
+                let item = try await provider.item(for: ItemIdentifier("big.bin"))
+                let result = try await provider.fetchPartialContents(
+                    for: item.identifier, version: item.version, minimalRange: 65_536..<69_632, aligningTo: 65_536,
+                    options: .strictVersioning, into: sink)
+                return "fetched \(result.retrievedRange)"
+            default:
+                let page = try await provider.enumerator(for: .rootContainer).enumerateItems(
+                    startingAt: .initial, suggestedPageSize: 100)
+                return "listed \(page.items.map(\.filename))"
+            }
+        })
+        await provider.invalidate()
+        switch outcome {
+        case .success(let what) where mode.hasPrefix("pass"):
+            #expect(what == (mode == "pass-read" ? "fetched 65536..<131072" : "listed [big.bin]"), "\(what)")
+            #expect(mode == "pass-list" || sink.bytes(in: 65_536..<131_072) == Array(contents[65_536..<131_072]))
+        case .failure(ProviderError.cannotSynchronize),
+            .failure(ProviderError.serverUnreachable)
+        where !mode.hasPrefix("pass"):
+            break
+        default:
+            Issue.record("\(mode): the spoiled answer gave \(outcome)")
+        }
+    }
+
+    /// 503 SlowDown is retried with growing, jittered pauses; a server that keeps answering it is
+    /// unreachable (EHOSTDOWN), after the retries and not before.
+    @Test(arguments: ["slowdown", "overloaded"])
+    func slowDownIsRetriedThenUnreachable(mode: String) async throws {
+        let server = try await S3TestServer.shared()
+        let bucket = S3TestServer.bucketName(mode)
+        try await server.makeBucket(bucket)
+        try await server.put(Data("x".utf8), bucket: bucket, key: "a.txt")
+        let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: mode)
+        defer { proxy.stop() }
+        var configuration = S3ConformanceTests.configuration(server, bucket: bucket)
+        configuration.endpoint = proxy.endpoint
+        configuration.retries = 2
+        let provider = try S3Provider(configuration: configuration)
+        let started = ContinuousClock.now
+        let outcome = await Result(catching: { try await provider.item(for: ItemIdentifier("a.txt")) })
+        let waited = ContinuousClock.now - started
+        await provider.invalidate()
+        let answers = try proxy.answers()
+        #expect(answers.count == 3, "\(answers)")
+        // Pauses of 100–200 ms and 400–800 ms before the second and third attempts.
+        #expect(waited >= .milliseconds(500), "\(waited)")
+        if mode == "slowdown" {
+            #expect(try outcome.get().size == 1)
+        } else {
+            guard case .failure(ProviderError.serverUnreachable(let reason)) = outcome else {
+                Issue.record("an overloaded server gave \(outcome)")
+                return
+            }
+            #expect(reason.contains("503"), "\(reason)")  // a HEAD's answer has no body to name SlowDown
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import FileProviderKit
+import Foundation
+import ProviderTesting
+import TestServers
+import Testing
+
+@testable import S3Provider
+
+/// Files above the multipart threshold go up in parts on Ceph RGW, read back equal, and leave no
+/// incomplete upload; one a kill -9 cut off is aborted at the next mount.
+@Suite struct S3MultipartTests {
+    /// The uploads under way in the bucket (`ListMultipartUploads`).
+    static func uploads(_ client: S3Client) async throws -> [String] {
+        let answer = try await client.sendCollecting(.init(method: .GET, key: nil, query: [("uploads", "")]))
+        guard answer.status.code == 200 else { throw TestFailure("ListMultipartUploads: \(answer.status)") }
+        return try S3XMLElement.parse(answer.body).children("Upload").compactMap { $0.text(of: "UploadId") }
+    }
+
+    @Test func largeFileGoesUpInPartsAndReadsBackEqual() async throws {
+        let server = try await S3TestServer.shared()
+        let bucket = S3TestServer.bucketName("multipart")
+        try await server.makeBucket(bucket)
+        let state = FileManager.default.temporaryDirectory.appending(path: "fpfs-s3-state-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        var configuration = S3ConformanceTests.configuration(server, bucket: bucket)
+        configuration.stateDirectory = state
+        configuration.multipartThreshold = 6 << 20
+        configuration.partSize = 5 << 20
+        let provider = try S3Provider(configuration: configuration)
+        let contents = ConformanceFixture.pattern(count: (12 << 20) + 4321, seed: 7)
+        let file = state.appending(path: "upload.bin")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        try Data(contents).write(to: file)
+        let template = Item(
+            identifier: ItemIdentifier("local"), parentIdentifier: .rootContainer, filename: "big.bin", kind: .file,
+            version: ItemVersion(content: [], metadata: []))
+        let created = await Result(catching: {
+            try await provider.createItem(basedOn: template, fields: [.contents], contents: file, options: [])
+        })
+        let read = await Result(catching: {
+            try await RemoteObjects(client: provider.client, prefix: "").get("big.bin")
+        })
+        // A second upload over the same name is a collision, checked before any part goes up.
+        let again = await Result(catching: {
+            try await provider.createItem(basedOn: template, fields: [.contents], contents: file, options: [])
+        })
+        let left = await Result(catching: { try await Self.uploads(provider.client) })
+        await provider.invalidate()
+        #expect(try created.get().size == UInt64(contents.count))
+        #expect(try read.get() == contents, "the object differs from the file sent")
+        guard case .failure(ProviderError.filenameCollision) = again else {
+            Issue.record("a second creation gave \(again)")
+            return
+        }
+        #expect(try left.get().isEmpty, "incomplete uploads left: \(left)")
+    }
+
+    @Test func uploadCutOffByKillIsAbortedAtTheNextMount() async throws {
+        let server = try await S3TestServer.shared()
+        let bucket = S3TestServer.bucketName("abandoned")
+        try await server.makeBucket(bucket)
+        let state = FileManager.default.temporaryDirectory.appending(path: "fpfs-s3-state-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        var configuration = S3ConformanceTests.configuration(server, bucket: bucket)
+        configuration.stateDirectory = state
+        // What a daemon killed in the middle of an upload leaves: the upload begun and noted.
+        let killed = try S3Provider(configuration: configuration)
+        let started = try await killed.client.sendCollecting(
+            .init(method: .POST, key: "cut.bin", query: [("uploads", "")], isIdempotent: false))
+        let uploadID = try #require(try S3XMLElement.parse(started.body).text(of: "UploadId"))
+        try FileManager.default.createDirectory(
+            at: state.appending(path: "multipart"), withIntermediateDirectories: true)
+        try Data("cut.bin".utf8).write(to: state.appending(path: "multipart/\(uploadID)"))
+        // Another machine's upload under way, not noted here, must survive.
+        let foreign = try await killed.client.sendCollecting(
+            .init(method: .POST, key: "theirs.bin", query: [("uploads", "")], isIdempotent: false))
+        let foreignID = try #require(try S3XMLElement.parse(foreign.body).text(of: "UploadId"))
+        #expect(Set(try await Self.uploads(killed.client)) == [uploadID, foreignID])
+        await killed.invalidate()
+
+        let next = try S3Provider(configuration: configuration)
+        let mounted = await Result(catching: { try await next.item(for: .rootContainer) })
+        let left = await Result(catching: { try await Self.uploads(next.client) })
+        await next.invalidate()
+        #expect(throws: Never.self) { try mounted.get() }
+        #expect(try left.get() == [foreignID])
+        #expect(
+            (try? FileManager.default.contentsOfDirectory(atPath: state.appending(path: "multipart").path)) == [])
+    }
+}

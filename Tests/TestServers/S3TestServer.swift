@@ -1,0 +1,225 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real S3 server for tests: Ceph's RADOS Gateway on a one-node cluster on 127.0.0.1, started by
+/// scripts/lib/ceph-rgw.sh once per test process (it takes a few seconds) and shared by every test
+/// that needs it; each test makes a bucket of its own.
+///
+/// The script runs in a process group of its own with the cluster's daemons, registered like the
+/// WebDAV servers' so that scripts/test.sh kills a group a killed test run left behind; the group
+/// is killed when the test process exits.
+public final class S3TestServer: Sendable {
+    /// The gateway, `http://127.0.0.1:PORT`.
+    public let endpoint: URL
+    /// The S3 user's keys, as scripts/lib/ceph-rgw.sh makes them (test-only values).
+    public let accessKey = "fpfs-test-access-key"
+    public let secretKey = "fpfs-test-secret-key-0123456789abcdef"
+    /// The region the gateway accepts in signatures (RGW takes any; the default zonegroup's).
+    public let region = "us-east-1"
+    /// The script's process, which leads the group of the cluster's daemons.
+    let pid: pid_t
+    let directory: URL
+
+    private init(endpoint: URL, pid: pid_t, directory: URL) {
+        self.endpoint = endpoint
+        self.pid = pid
+        self.directory = directory
+    }
+
+    private static let script =
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appending(path: "scripts/lib/ceph-rgw.sh").path
+
+    private static let started = Mutex<Task<S3TestServer, any Error>?>(nil)
+
+    /// The process's gateway, started at the first call; every later call gets the same one (or
+    /// the same failure).
+    public static func shared() async throws -> S3TestServer {
+        let task = started.withLock { started in
+            if let started { return started }
+            let task = Task { try await start() }
+            started = task
+            return task
+        }
+        return try await task.value
+    }
+
+    /// The group to kill at exit; set once the script runs.
+    private static let runningGroup = Mutex<pid_t>(0)
+
+    private static func start() async throws -> S3TestServer {
+        let base = ProcessInfo.processInfo.environment["FPFS_TEST_TMPDIR"] ?? NSTemporaryDirectory()
+        let directory = URL(fileURLWithPath: base).appending(
+            path: "ceph-rgw-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let state = directory.appending(path: "state")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let output = directory.appending(path: "script.log").path
+        let pid = try ChildProcess.spawn(
+            ["bash", script, state.path], stdout: .file(output), stderr: .file(output), newProcessGroup: true)
+        WebDAVTestServer.registerGroup(pid)
+        runningGroup.withLock { $0 = pid }
+        atexit { S3TestServer.killGroup() }
+        let endpointFile = state.appending(path: "endpoint")
+        let deadline = ContinuousClock.now + .seconds(90)
+        while true {
+            if let text = try? String(contentsOf: endpointFile, encoding: .utf8),
+                let endpoint = URL(string: text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                return S3TestServer(endpoint: endpoint, pid: pid, directory: directory)
+            }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid || ContinuousClock.now > deadline {
+                let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                killGroup()
+                throw TestServerFailure("the Ceph gateway did not start: \(log.suffix(2000))")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Kills the cluster's process group; called at exit, and when the start failed.
+    private static func killGroup() {
+        let pid = runningGroup.withLock { pid in
+            defer { pid = 0 }
+            return pid
+        }
+        guard pid > 0 else { return }
+        kill(-pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }
+        kill(-pid, SIGKILL)
+        WebDAVTestServer.unregisterGroup(pid)
+    }
+
+    /// A bucket name of its own for one test: lowercase, unique in this run.
+    public static func bucketName(_ label: String) -> String {
+        let clean = label.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(30)
+        return "\(clean)-\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    /// The answer of a signed request (curl's SigV4) for `path` (`/BUCKET/KEY`, percent-encoded
+    /// here: everything but `A-Za-z0-9-_.~/`), with `body` as the content: status and body.
+    public func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:])
+        async throws -> (status: Int, body: Data)
+    {
+        let bodyFile = directory.appending(path: "body-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: bodyFile) }
+        var arguments = [
+            "curl", "-s", "-g", "-X", method, "--aws-sigv4", "aws:amz:\(region):s3", "--user",
+            "\(accessKey):\(secretKey)", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-w", "\n%{http_code}",
+        ]
+        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+        if let body {
+            try body.write(to: bodyFile)
+            arguments += ["--data-binary", "@\(bodyFile.path)"]
+        }
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~/")
+        let (pathPart, query) = path.firstIndex(of: "?").map { (path[..<$0], path[$0...]) } ?? (path[...], "")
+        arguments.append(
+            endpoint.absoluteString + (pathPart.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "")
+                + query)
+        let finished = try await ChildProcess.run(arguments)
+        guard finished.status == 0, let newline = finished.output.lastIndex(of: UInt8(ascii: "\n")),
+            let status = Int(String(decoding: finished.output[(newline + 1)...], as: UTF8.self))
+        else { throw TestServerFailure("curl \(method) \(path) failed: exit \(finished.status)") }
+        return (status, finished.output[..<newline])
+    }
+
+    /// Makes a bucket; throws unless the gateway answers 200.
+    public func makeBucket(_ name: String) async throws {
+        let (status, body) = try await request("PUT", "/\(name)")
+        guard status == 200 else {
+            throw TestServerFailure("PUT /\(name): \(status) \(String(decoding: body, as: UTF8.self))")
+        }
+    }
+
+    /// Stores `content` as `key` of `bucket`.
+    public func put(_ content: Data, bucket: String, key: String, headers: [String: String] = [:]) async throws {
+        let (status, body) = try await request("PUT", "/\(bucket)/\(key)", body: content, headers: headers)
+        guard status == 200 else {
+            throw TestServerFailure("PUT /\(bucket)/\(key): \(status) \(String(decoding: body, as: UTF8.self))")
+        }
+    }
+
+    /// The content of `key`, or nil when the gateway has none (404).
+    public func get(bucket: String, key: String) async throws -> Data? {
+        let (status, body) = try await request("GET", "/\(bucket)/\(key)")
+        if status == 404 { return nil }
+        guard status == 200 else { throw TestServerFailure("GET /\(bucket)/\(key): \(status)") }
+        return body
+    }
+
+    /// The keys of `bucket`, all of them (a flat ListObjectsV2 of at most 1000 keys).
+    public func keys(bucket: String) async throws -> [String] {
+        let (status, body) = try await request("GET", "/\(bucket)?list-type=2")
+        guard status == 200 else { throw TestServerFailure("list /\(bucket): \(status)") }
+        let text = String(decoding: body, as: UTF8.self)
+        return text.components(separatedBy: "<Key>").dropFirst().compactMap {
+            $0.components(separatedBy: "</Key>").first
+        }
+    }
+}
+
+/// s3-fault-proxy.py (beside this file) in front of the gateway, spoiling its answers in one way
+/// (`mode`: short, range, xml, escape; see the script); stopped by its pid.
+public final class S3FaultProxy: Sendable {
+    public let endpoint: URL
+    private let pid: pid_t
+    private let log: String
+
+    private init(endpoint: URL, pid: pid_t, log: String) {
+        self.endpoint = endpoint
+        self.pid = pid
+        self.log = log
+    }
+
+    /// One answer the proxy sent.
+    public struct Answer: Sendable {
+        public var method: String
+        public var path: String
+        public var status: Int
+        public var bytes: Int
+    }
+
+    /// Every answer sent so far, in order.
+    public func answers() throws -> [Answer] {
+        try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").compactMap { line in
+            let words = line.split(separator: " ")
+            guard words.count == 4, let status = Int(words[2]), let bytes = Int(words[3]) else { return nil }
+            return Answer(method: String(words[0]), path: String(words[1]), status: status, bytes: bytes)
+        }
+    }
+
+    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/s3-fault-proxy.py"
+
+    public static func start(inFrontOf server: S3TestServer, mode: String) async throws -> S3FaultProxy {
+        let port = try WebDAVTestServer.freePort()
+        let output = server.directory.appending(path: "proxy-\(port).out").path
+        let log = server.directory.appending(path: "proxy-\(port).log").path
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let pid = try ChildProcess.spawn(
+            ["python3", script, String(port), String(server.endpoint.port ?? 80), mode, log], stdout: .file(output),
+            stderr: .file(output), newProcessGroup: true)
+        WebDAVTestServer.registerGroup(pid)
+        let proxy = S3FaultProxy(endpoint: URL(string: "http://127.0.0.1:\(port)")!, pid: pid, log: log)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if (try? String(contentsOfFile: output, encoding: .utf8))?.contains("ready") == true { return proxy }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        proxy.stop()
+        throw TestServerFailure("s3-fault-proxy.py did not start")
+    }
+
+    public func stop() {
+        kill(-pid, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        WebDAVTestServer.unregisterGroup(pid)
+    }
+}

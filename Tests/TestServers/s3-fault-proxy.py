@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""An HTTP proxy on 127.0.0.1 in front of a real S3 server that spoils its answers, for the S3
+provider's hostile-response tests (issue 52: "a small fault-injecting proxy in front of RGW").
+
+    s3-fault-proxy.py LISTEN_PORT TARGET_PORT MODE [LOG]
+
+Requests go to the target unchanged, Host header included, so SigV4 signatures still verify.
+MODE spoils answers:
+  short   a GET of an object sends half its body, then closes, under the full Content-Length
+  range   a ranged GET's Content-Range starts 4096 bytes later than the range sent
+  xml     a listing's body is cut in the middle (malformed XML)
+  escape  a listing names a key outside the prefix asked for
+  slowdown    the first two requests get 503 SlowDown, the rest pass
+  overloaded  every request gets 503 SlowDown
+  pass    nothing
+With LOG, each answer is a line there: method, path, status and body bytes sent. Prints "ready"
+once it listens.
+"""
+import http.client
+import http.server
+import itertools
+import sys
+
+LISTEN_PORT, TARGET_PORT, MODE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+REQUESTS = itertools.count()
+SLOWDOWN = b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message></Message></Error>'
+LOG = open(sys.argv[4], "a", buffering=1) if len(sys.argv) > 4 else None
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def relay(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        number = next(REQUESTS)
+        if MODE == "overloaded" or (MODE == "slowdown" and number < 2):
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(SLOWDOWN)))
+            self.end_headers()
+            self.wfile.write(SLOWDOWN)
+            if LOG:
+                LOG.write(f"{self.command} {self.path} 503 {len(SLOWDOWN)}\n")
+            return
+        target = http.client.HTTPConnection("127.0.0.1", TARGET_PORT, timeout=30)
+        headers = {name: value for name, value in self.headers.items()}
+        target.request(self.command, self.path, body=body, headers=headers)
+        answer = target.getresponse()
+        data = answer.read()
+        # The length and framing are the proxy's own (RGW sends listings chunked).
+        framing = ("content-length", "connection", "transfer-encoding")
+        out_headers = [(n, v) for n, v in answer.getheaders() if n.lower() not in framing]
+        listing = self.command == "GET" and "list-type=2" in self.path
+        is_object = self.command == "GET" and "?" not in self.path and answer.status in (200, 206)
+        declared = len(data)
+        close = False
+        if MODE == "short" and is_object and len(data) > 1:
+            data, close = data[: len(data) // 2], True
+        elif MODE == "range" and is_object and answer.status == 206:
+            out_headers = [
+                (n, self.shifted(v) if n.lower() == "content-range" else v) for n, v in out_headers
+            ]
+        elif MODE == "xml" and listing:
+            data = data[: len(data) // 2]
+            declared = len(data)
+        elif MODE == "escape" and listing:
+            data = data.replace(
+                b"</ListBucketResult>",
+                b"<Contents><Key>outside-the-prefix</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified>"
+                b"<ETag>&quot;x&quot;</ETag><Size>1</Size></Contents></ListBucketResult>",
+            )
+            declared = len(data)
+        if self.command == "HEAD":
+            declared = int(answer.getheader("Content-Length") or 0)
+        self.send_response(answer.status)
+        for name, value in out_headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(declared))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        if LOG:
+            LOG.write(f"{self.command} {self.path} {answer.status} {0 if self.command == 'HEAD' else len(data)}\n")
+        self.wfile.flush()
+
+    @staticmethod
+    def shifted(value):
+        unit, _, rest = value.partition(" ")
+        span, _, total = rest.partition("/")
+        first, _, last = span.partition("-")
+        return f"{unit} {int(first) + 4096}-{int(last) + 4096}/{total}"
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = relay
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", LISTEN_PORT), Handler)
+print("ready", flush=True)
+server.serve_forever()
