@@ -120,6 +120,9 @@ extension FileSystem {
         let filename = try Self.validName(name)
         try refuseNameTheRemoteCannotHold(filename, in: directory.identifier)
         try await lister.ensureListed(directory.identifier)
+        // A new item on a full cache disk is ENOSPC, before it takes the store's reserve: that is
+        // for what frees the disk (deletions, and the ends of uploads, DECISIONS 202).
+        try await localFiles.ensureRoom(for: 0)
         let now = Timestamp.now
         let item = Item(
             identifier: .makeLocal(), parentIdentifier: directory.identifier, filename: filename, kind: kind,
