@@ -161,7 +161,7 @@ struct Daemon {
         // A kernel unmount (fusermount3 -u) does not wait for uploads (DECISIONS 201): say what stays.
         if let queue = try? await fileSystem.uploadQueue(listing: 0), queue.pending > 0 {
             logger.notice(
-                "\(queue.pending) changes did not reach the remote; they stay queued in the cache folder '\(cacheDirectory.path)', and the next mount with it sends them"
+                "\(UnmountWait.changes(queue)) did not reach the remote; they stay queued in the cache folder '\(cacheDirectory.path)', and the next mount with it sends them"
             )
         }
     }

@@ -63,7 +63,8 @@ struct UnmountWait {
         FileHandle.standardError.write(Data("fpfs: \(line)\n".utf8))
     }
 
-    private static func changes(_ queue: UploadQueue) -> String {
+    /// "1 change", "N changes (B bytes)".
+    static func changes(_ queue: UploadQueue) -> String {
         let count = queue.pending == 1 ? "1 change" : "\(queue.pending) changes"
         return queue.bytes > 0 ? "\(count) (\(queue.bytes) bytes)" : count
     }

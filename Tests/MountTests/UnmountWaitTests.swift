@@ -53,6 +53,24 @@ extension MountTests {
             #expect(contents == "kept\n")
         }
 
+        @Test("after fusermount3 -u with a change waiting, the daemon's log says what stays queued and where")
+        func kernelUnmountLogsQueue() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let options = ["--remote-timeout", "2", "--inject-faults", "error=serverUnreachable:create:kept.txt"]
+            let mount = try await TestMount.start(remote: scratch.remote, in: scratch, options: options)
+            defer { mount.unmount() }
+            let daemon = try #require(mount.daemon, "no pid in \(mount.cacheDir)/daemon.pid")
+            try await Command.bash("echo kept > \"$1\"", mount.path("kept.txt")).check()
+            try await Command(["fusermount3", "-u", mount.mountpoint]).check()
+            #expect(await daemon.waitForExit(timeout: .seconds(20)), "the daemon did not exit after fusermount3 -u")
+            let log = mount.logTail(lines: 5)
+            #expect(
+                log.contains("1 change") && log.contains("did not reach the remote") && log.contains("stay queued")
+                    && log.contains(mount.cacheDir),
+                "the log does not say what stays queued: \(log)")
+        }
+
         @Test("a bad --unmount-wait is refused before anything is unmounted")
         func badDurationRefused() async throws {
             let scratch = try Scratch()
