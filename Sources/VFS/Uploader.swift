@@ -157,7 +157,7 @@ final class Uploader: Sendable {
 
     /// The sends run in a discarding group: a `TaskGroup` keeps every ended child until its result
     /// is taken, and this loop never takes one, so each send's task (10–27 KB with its stack's
-    /// slabs) stayed until unmount (DECISIONS 205).
+    /// slabs) stayed until unmount (DECISIONS 204).
     private func run() async {
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 extension MountTests {
-    /// A cache folder on a small disk, and the cache bound (DECISIONS 202–204).
+    /// A cache folder on a small disk, and the cache bound (DECISIONS 202, 203).
     @Suite("A full cache disk and the cache bound")
     struct FullCacheDiskTests {
         /// `du -sb` of `path`, in bytes.

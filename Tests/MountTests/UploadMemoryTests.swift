@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 extension MountTests {
-    /// Memory does not grow with the number of changes sent (DECISIONS 205).
+    /// Memory does not grow with the number of changes sent (DECISIONS 204).
     @Suite("Memory per upload")
     struct UploadMemoryTests {
         /// The daemon's resident set, in bytes.
