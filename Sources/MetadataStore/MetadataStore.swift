@@ -73,22 +73,21 @@ public final class MetadataStore: Sendable {
     /// Runs `updates` in a write transaction. When the disk is full the store's reserve gives up
     /// a slice and the transaction is tried again, until it succeeds or the reserve is spent, so
     /// that the journal still takes the deletions that free the disk (SpaceReserve); the reserve is
-    /// taken back once there is room.
+    /// taken back once there is room. With the reserve spent, throws `StoreDiskFull`.
     func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
         do {
             let result = try await database.write(updates)
             if let reserve, reserve.isDue { try? await BlockingIO.run { reserve.takeIfRoom() } }
             return result
         } catch let error as DatabaseError where Self.meansDiskFull(error) {
-            var failure = error
             while let reserve, reserve.release() {
                 do {
                     return try await database.write(updates)
                 } catch let error as DatabaseError where Self.meansDiskFull(error) {
-                    failure = error
+                    continue
                 }
             }
-            throw failure
+            throw StoreDiskFull()
         }
     }
 

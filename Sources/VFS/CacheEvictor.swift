@@ -51,6 +51,13 @@ final class CacheEvictor: Sendable {
     /// Bytes of the clean local copies, as the last pass counted them.
     var cleanLocalBytes: UInt64 { state.withLock { $0.cleanLocalBytes } }
 
+    /// A local copy whose changes just reached the remote: its `bytes` count against the bound
+    /// from now on, not from the next pass (which counts them exactly), and may be freed.
+    func localCopyBecameClean(bytes: UInt64) {
+        state.withLock { $0.cleanLocalBytes += bytes }
+        wake()
+    }
+
     /// Starts a pass if the cache is over its bound (after fetched bytes were committed), or with
     /// `always` regardless (at mount: the bound may be smaller than last time, and the clean local
     /// copies are not counted yet).

@@ -1,5 +1,6 @@
 import FileProviderKit
 import Logging
+import MetadataStore
 import SystemPackage
 
 #if canImport(Glibc)
@@ -29,6 +30,8 @@ enum ErrnoMapping {
             }
         case is RemoteTimeout:
             return .hostIsDown
+        case is StoreDiskFull:
+            return .noSpace
         case is CancellationError:
             return .interrupted
         default:

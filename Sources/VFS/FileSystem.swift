@@ -81,6 +81,7 @@ public final class FileSystem: FileSystemOperations {
         let fileSystem = FileSystem(
             provider: provider, store: store, cache: cache, localFiles: localFiles, root: record,
             configuration: configuration, isOffline: isOffline, logger: logger)
+        fileSystem.uploader.onContentsSent { [evictor = fileSystem.evictor] in evictor.localCopyBecameClean(bytes: $0) }
         // Even a read-only mount sends what an earlier mount left in the journal.
         fileSystem.uploader.start()
         fileSystem.epochKeeper.start(every: configuration.durabilityEpochLength)

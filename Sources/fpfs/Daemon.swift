@@ -42,6 +42,9 @@ struct Daemon {
         var logger = Logger(label: "fpfs")
         logger.logLevel = .info
         logger.info("mounting \(remote.name) on \(mountpoint), cache \(cacheDirectory.path)")
+        // First and let go of last: while it is held, the socket and pid file are this daemon's.
+        let lock = try await CacheLock(directory: cacheDirectory, mountpoint: mountpoint)
+        defer { lock.release() }
 
         let store: MetadataStore
         do {
@@ -155,6 +158,12 @@ struct Daemon {
             logger.error("the FUSE session ended with an error: \(error)")
         }
         logger.info("unmounted")
+        // A kernel unmount (fusermount3 -u) does not wait for uploads (DECISIONS 201): say what stays.
+        if let queue = try? await fileSystem.uploadQueue(listing: 0), queue.pending > 0 {
+            logger.notice(
+                "\(UnmountWait.changes(queue)) did not reach the remote; they stay queued in the cache folder '\(cacheDirectory.path)', and the next mount with it sends them"
+            )
+        }
     }
 
     /// The status as JSON. Runs on the control server's own thread, which may wait for the store.

@@ -8,13 +8,25 @@ import Foundation
 /// `fpfs unmount MOUNTPOINT`: unmounts and waits for the daemon to finish.
 struct UnmountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "unmount", abstract: "Unmount an fpfs mount and wait for its daemon to exit.")
+        commandName: "unmount", abstract: "Unmount an fpfs mount and wait for its daemon to exit.",
+        discussion: """
+            First waits, up to --unmount-wait, for the mount's changes to reach the remote; what has \
+            not stays queued in the cache folder, and the next mount with it sends it. Scripts that \
+            must know run `fpfs sync` first.
+            """)
 
     @Argument(help: "The mountpoint.")
     var mountpoint: String
 
+    @Option(
+        help:
+            "How long to wait for changes to reach the remote before unmounting (seconds, or 90s, 1500ms; 0: do not wait)."
+    )
+    var unmountWait = "60"
+
     func run() async throws {
         do {
+            let bound = try UnmountWait.parse(unmountWait)
             let path = CommandLinePath.absolute(mountpoint)
             guard let mount = MountTable.mount(at: path), mount.type == "fuse.fpfs" else {
                 throw CommandFailure("'\(path)' is not an fpfs mount")
@@ -37,21 +49,15 @@ struct UnmountCommand: AsyncParsableCommand {
                     Data("fpfs: unmounted '\(path)'; its daemon did not answer and may still be running\n".utf8))
                 return
             }
-            let pid = daemonPID(of: path)
+            let report = await UnmountWait(mountpoint: path, bound: bound).run()
             if let failure = MountTable.fusermountUnmount(path) {
                 throw CommandFailure("cannot unmount '\(path)': \(failure)")
             }
-            if let pid { try await waitForExit(pid) }
+            if let report, report.uploads.pending > 0 { UnmountWait.say(UnmountWait.queuedMessage(report)) }
+            if let pid = report?.pid { try await waitForExit(pid) }
         } catch let failure as CommandFailure {
             throw CommandFailure.exit(failure.message)
         }
-    }
-
-    private func daemonPID(of path: String) -> pid_t? {
-        guard let answer = try? ControlClient.send("status", to: path),
-            let report = try? JSONDecoder().decode(StatusReport.self, from: answer)
-        else { return nil }
-        return report.pid
     }
 
     /// How long the daemon may do nothing before `unmount` stops waiting for it.

@@ -81,7 +81,9 @@ final class TestMount: @unchecked Sendable {
         lock.unlock()
         guard first else { return nil }
 
-        let output = (try? FpfsBinary.command(["unmount", mountpoint], timeout: .seconds(30)))?.runBlocking()
+        // Not waiting for uploads, as before --unmount-wait: a test that wants them on the remote syncs.
+        let output = (try? FpfsBinary.command(["unmount", mountpoint, "--unmount-wait", "0"], timeout: .seconds(30)))?
+            .runBlocking()
         if MountTable.isMounted(mountpoint) {
             _ = Command(["fusermount3", "-u", "-z", mountpoint], timeout: .seconds(20)).runBlocking()
         }
