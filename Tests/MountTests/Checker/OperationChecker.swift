@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 
 #if canImport(Glibc)
     import Glibc
@@ -82,6 +83,8 @@ final class OperationChecker: @unchecked Sendable {
             }
             model.addInitial(path, entry)
         }
+        // A server's own user (Apache's www-data) must be able to write in what was made here.
+        if remote.kind != .folder { try WebDAVTestServer.open(URL(fileURLWithPath: remote.folder)) }
         try mountAgain()
         for _ in 0..<operations {
             let operation = generator.next(model, away: away, racing: raceLeft != nil)
