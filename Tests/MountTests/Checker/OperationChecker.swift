@@ -221,7 +221,8 @@ final class OperationChecker: @unchecked Sendable {
             // Swift's Glibc module has no <sys/xattr.h>: setfattr does the call.
             let output = Command(["setfattr", "-n", name, "-v", value, "--", mount.path(path)]).runBlocking()
             if output.succeeded { return 0 }
-            return output.stderr.contains("No such file") ? ENOENT : EIO
+            let messages: [(String, Int32)] = [("No such file", ENOENT), ("Host is down", EHOSTDOWN)]
+            return messages.first { output.stderr.contains($0.0) }?.1 ?? EIO
         case .sync, .remoteWrite, .remoteDelete, .remoteRename, .kill, .outage, .recover:
             return 0
         }
