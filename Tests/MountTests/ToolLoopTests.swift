@@ -18,7 +18,8 @@ extension MountTests {
         /// Tools that fail on the code as it is, with the issue-51 item they meet; they run as known
         /// issues until `FPFS_CHECK_STRICT=1` (or until the item is fixed and the tool leaves this list).
         static let knownIssues: [Tool: String] = [
-            .tarCreate: "item 4: tar -S archives files not downloaded yet as zeros"
+            .git: "item 1: a read of a pack just written fails with EINVAL (1 iteration in 20 here)",
+            .tarCreate: "item 4: tar -S archives files not downloaded yet as zeros",
         ]
 
         static var iterations: Int {
