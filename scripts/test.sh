@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fpfs test on a fresh Debian 12 machine (as root): installs the missing apt packages,
 # builds, runs `swift test` (XCTest and Swift Testing, all targets) and exits with its status.
+# Arguments go to `swift test` (`--filter NAME` runs some tests only; scripts/soak.sh does).
 # Tests put their temporary folders and mounts under one directory; whatever happens (failure,
 # Ctrl-C, SIGTERM) this script unmounts every fuse.fpfs mount left under it, then removes it.
 set -euo pipefail
@@ -60,7 +61,7 @@ test_log="$FPFS_TEST_TMPDIR/swift-test.log"
 # Made before tail starts: the background job would make it only once it runs, and a tail that
 # finds no file gives up, so the log went unseen (the run itself went on).
 : >"$test_log"
-TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test --skip-build </dev/null >>"$test_log" 2>&1 &
+TMPDIR="$FPFS_TEST_TMPDIR" setsid swift test --skip-build "$@" </dev/null >>"$test_log" 2>&1 &
 test_pid=$!
 tail -f -n +1 --pid="$test_pid" "$test_log" &
 tail_pid=$!
