@@ -1,6 +1,7 @@
 import FileProviderKit
 import Foundation
 import FuseKit
+import MetadataStore
 import ProviderTesting
 import Testing
 import VFS
@@ -54,6 +55,26 @@ struct UploaderOrderingTests {
         let uploaded = try await Self.remoteTree(remote)
         #expect(local == uploaded, "the remote differs from the mount, \(label)")
         #expect(!uploaded.keys.contains { $0.contains("(conflict") || $0.contains(".fpfs-moving") }, "\(label)")
+    }
+
+    /// A change that cannot go while the remote answers — its folder's creation was refused — is
+    /// shown as stuck, with what it waits for; one behind a rename that merely waits its turn is
+    /// not stuck.
+    @Test func aChangeBehindARefusedOneIsShownStuckWithWhatItWaitsFor() async throws {
+        let inner = try InMemoryProvider.docs()
+        let injector = FaultInjector()
+        _ = injector.add(FaultRule(.error(.featureUnsupported), on: .create, for: .filename("refused")))
+        let vfs = try await VFSHarness.make(provider: injector.wrap(inner), uploadSettle: .milliseconds(5))
+        _ = try await vfs.fileSystem.mkdir(parent: .root, name: bytes("refused"), mode: 0o755, context: vfs.context)
+        _ = try await vfs.writeFile("refused/inside.txt", bytes("waits\n"))
+        vfs.fileSystem.retryUploadsNow()
+        var inside: PendingSummary?
+        try await VFSHarness.eventually("the change inside is shown stuck") {
+            inside = try await vfs.fileSystem.uploadQueue().first.first { $0.name == "inside.txt" }
+            return inside?.isStuck == true
+        }
+        #expect(inside?.waitsFor == "the creation of refused")
+        #expect(try await vfs.fileSystem.uploadQueue().first.first { $0.name == "refused" }?.isStuck != true)
     }
 
     /// The remote's tree: each path with its kind and a file's bytes.
