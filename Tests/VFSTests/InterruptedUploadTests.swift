@@ -10,18 +10,9 @@ import VFS
 @Suite("Interrupted uploads: the remote's version is recognised as ours")
 struct InterruptedUploadTests {
     /// Passes writes on, then never answers (until cancelled): the answer is lost, the change made.
-    final class AnswerLost: FileProvider {
+    final class AnswerLost: InnerRemote {
         let inner: InMemoryProvider
         init(_ inner: InMemoryProvider) { self.inner = inner }
-        func item(for identifier: ItemIdentifier) async throws -> Item { try await inner.item(for: identifier) }
-        func enumerator(for container: ItemIdentifier) async throws -> any ItemEnumerator {
-            try await inner.enumerator(for: container)
-        }
-        func fetchContents(for identifier: ItemIdentifier, version: ItemVersion?, into sink: any ContentSink)
-            async throws -> Item
-        {
-            try await inner.fetchContents(for: identifier, version: version, into: sink)
-        }
         func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
             async throws -> Item
         {
@@ -38,12 +29,6 @@ struct InterruptedUploadTests {
             try await Task.sleep(for: .seconds(3600))
             throw CancellationError()
         }
-        func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteItemOptions)
-            async throws
-        {
-            try await inner.deleteItem(identifier: identifier, baseVersion: baseVersion, options: options)
-        }
-        func invalidate() async {}
     }
 
     @Test func anEditAndACreationWhoseAnswersWereLostMakeNoConflictCopy() async throws {
