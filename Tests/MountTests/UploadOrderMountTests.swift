@@ -90,6 +90,28 @@ extension MountTests {
             }
         }
 
+        @Test("fpfs status shows a change stuck behind a refused folder creation, with what it waits for")
+        func stuckChangesInStatus() async throws {
+            let options = ["--inject-faults", "error=featureUnsupported:create:refused"]
+            try await MountTests.WriteMountTests.withMount(.folder, options: options) { _, mount in
+                try await Command.bash(
+                    "mkdir \"$1/refused\" && echo waits > \"$1/refused/inside.txt\"", mount.mountpoint
+                ).check()
+                let sync = try await FpfsBinary.command(["sync", mount.mountpoint, "--timeout", "3"]).run()
+                #expect(!sync.succeeded)
+                let text = try await FpfsBinary.command(["status", mount.mountpoint]).check().stdout
+                #expect(
+                    text.contains("inside.txt") && text.contains("stuck: waits for the creation of refused"),
+                    "fpfs status said: \(text)")
+                let json = try await FpfsBinary.command(["status", mount.mountpoint, "--json"]).check()
+                let status = try #require(try JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any])
+                let first = (status["uploads"] as? [String: Any])?["first"] as? [[String: Any]] ?? []
+                let inside = try #require(first.first { $0["name"] as? String == "inside.txt" }, "\(json.stdout)")
+                #expect(inside["isStuck"] as? Bool == true)
+                #expect(inside["waitsFor"] as? String == "the creation of refused")
+            }
+        }
+
         @Test("a rename racing a remote deletion neither invents bytes nor loses written ones", arguments: kinds)
         func renameRacingARemoteDeletion(_ kind: WritableRemote.Kind) async throws {
             let files = [
