@@ -104,29 +104,68 @@ extension MetadataStore {
         }
     }
 
-    /// Everything the remote still needs to hear, in journal order.
-    /// The first `limit` of them: the uploader looks at the head of the journal only, so that a
-    /// long journal costs the same to look at as a short one.
+    /// Everything the remote still needs to hear, in the order it may be sent: journal order,
+    /// except that a folder's pending creation comes just before the first entry inside it. A
+    /// change merged into a pending creation moves it to the end of the journal (`cp -a` sets a
+    /// folder's mode and times after filling it; a folder made and then renamed), behind what waits
+    /// for it to exist; in journal order, what is inside would wait for it forever (DECISIONS 170).
+    /// The first `limit` entries of the journal and the creations they wait on: the uploader looks
+    /// at the head of the journal only, so that a long journal costs the same to look at as a
+    /// short one.
     public func pendingWork(limit: Int = Int(Int32.max)) async throws -> [PendingWork] {
         try await database.read { db in
             let changes = try Array(
                 Row.fetchCursor(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT pendingChange.*, item.parentIdentifier, item.filename
-                            FROM pendingChange JOIN item ON item.inode = pendingChange.inode
-                            ORDER BY pendingChange.sequence LIMIT ?
-                            """), arguments: [limit]
-                ).map { row in
-                    PendingWork.change(
-                        PendingChange(row: row, from: 0), parent: ItemIdentifier(row[7] as String),
-                        filename: Filename(bytes: Array(row[8] as Data)))
-                })
+                    db.cachedStatement(sql: "\(Self.pendingChangeColumns) ORDER BY pendingChange.sequence LIMIT ?"),
+                    arguments: [limit]
+                ).map(Self.pendingChange))
+            // The pending creation of each folder asked about (nil: it has none), by identifier.
+            var creations: [String: PendingWork?] = [:]
+            for (entry, identifier) in changes {
+                if case .change(let change, _, _) = entry, change.isCreation { creations[identifier] = entry }
+            }
             let deletions = try PendingDeletion.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM pendingDeletion ORDER BY sequence LIMIT ?"), arguments: [limit]
             ).map(PendingWork.deletion)
-            return Array((changes + deletions).sorted { $0.sequence < $1.sequence }.prefix(limit))
+            let head = (changes.map(\.work) + deletions).sorted { $0.sequence < $1.sequence }.prefix(limit)
+            // Each entry after the pending creations of the folders it lies in, those not in the
+            // head read from the journal by the folder's identifier (once per folder).
+            var placed: Set<PendingWork> = []
+            var ordered: [PendingWork] = []
+            func place(_ entry: PendingWork) throws {
+                guard placed.insert(entry).inserted else { return }
+                if case .change(_, let parent, _) = entry {
+                    if creations[parent.rawValue] == nil {
+                        creations[parent.rawValue] = .some(
+                            try Row.fetchOne(
+                                db.cachedStatement(
+                                    sql:
+                                        "\(Self.pendingChangeColumns) WHERE item.identifier = ? AND pendingChange.isCreation"
+                                ),
+                                arguments: [parent.rawValue]
+                            ).map { Self.pendingChange($0).work })
+                    }
+                    if let creation = creations[parent.rawValue] ?? nil { try place(creation) }
+                }
+                ordered.append(entry)
+            }
+            for entry in head { try place(entry) }
+            return ordered
         }
+    }
+
+    /// What `pendingWork` reads of a change: the entry, its item's parent, name and identifier.
+    private static let pendingChangeColumns = """
+        SELECT pendingChange.*, item.parentIdentifier, item.filename, item.identifier
+        FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+        """
+
+    /// Decodes a `pendingChangeColumns` row.
+    private static func pendingChange(_ row: Row) -> (work: PendingWork, identifier: String) {
+        let work = PendingWork.change(
+            PendingChange(row: row, from: 0), parent: ItemIdentifier(row[7] as String),
+            filename: Filename(bytes: Array(row[8] as Data)))
+        return (work, row[9])
     }
 
     /// The pending change of an item, if any.
@@ -197,9 +236,11 @@ extension MetadataStore {
 
     /// Records that `createItem` made the item `remote`: the item takes the remote identifier and
     /// version (its children and cached content follow the identifier), and the creation is done.
-    /// Changes made while it was sent stay pending. Returns false when the item was deleted here
-    /// meanwhile.
-    public func completeCreation(inode: UInt64, localIdentifier: ItemIdentifier, remote: Item) async throws -> Bool {
+    /// Changes made while it was sent stay pending, and so do `stillPending` (a name the remote
+    /// does not have yet). Returns false when the item was deleted here meanwhile.
+    public func completeCreation(
+        inode: UInt64, localIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = []
+    ) async throws -> Bool {
         try await write { db in
             guard
                 let record = try ItemRecord.fetchOne(
@@ -213,14 +254,18 @@ extension MetadataStore {
                 Int64(inode)
             ])
             try Self.finishSending(inode: inode, in: db)
+            if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             return true
         }
     }
 
     /// Records that `modifyItem` succeeded with the item now `remote` on the remote. When the item
     /// was deleted here meanwhile, its pending deletion is based on `remote` instead: the remote's
-    /// new version is this change's own, not a conflict.
-    public func completeModification(inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item) async throws {
+    /// new version is this change's own, not a conflict. `stillPending` stay journalled (a name
+    /// the remote does not have yet).
+    public func completeModification(
+        inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = []
+    ) async throws {
         try await write { db in
             guard
                 let record = try ItemRecord.fetchOne(
@@ -231,6 +276,37 @@ extension MetadataStore {
             }
             try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
             try Self.finishSending(inode: inode, in: db)
+            if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
+        }
+    }
+
+    /// Whether the journal will free the name the remote item `identifier` holds in `folder` as
+    /// `name`: it is deleted here, or moved here to another name or folder, and the remote has
+    /// not heard of it yet. A creation or rename that meets such an item waits under a temporary
+    /// name rather than take a conflict name (a swap through a temporary name).
+    public func journalFrees(_ identifier: ItemIdentifier, in folder: ItemIdentifier, as name: Filename)
+        async throws -> Bool
+    {
+        try await database.read { db in
+            guard
+                let record = try ItemRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"), arguments: [identifier.rawValue]
+                )
+            else {
+                return try Bool.fetchOne(
+                    db.cachedStatement(sql: "SELECT 1 FROM pendingDeletion WHERE identifier = ?"),
+                    arguments: [identifier.rawValue]) ?? false
+            }
+            let resolvedFolder = try Self.resolve(folder, in: db)
+            guard record.item.parentIdentifier.rawValue != resolvedFolder || record.item.filename != name else {
+                return false
+            }
+            guard
+                let change = try PendingChange.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"),
+                    arguments: [Int64(record.inode)])
+            else { return false }
+            return !change.fields.union(change.sending).isDisjoint(with: [.filename, .parentIdentifier])
         }
     }
 
@@ -246,27 +322,35 @@ extension MetadataStore {
         }
     }
 
-    /// Turns a pending modification back into a creation: the remote lost the item (deleted it),
-    /// and the local one must not be lost with it.
-    public func recreateLater(inode: UInt64) async throws {
+    /// Puts the fields being sent back among the pending ones: of one item whose send must be
+    /// tried again, or (nil) of every send a stopped daemon left unfinished. Such a send counts
+    /// as an attempt: its bytes may have reached the remote, and the next one must recognise
+    /// them as its own rather than as a conflict (DECISIONS 173).
+    public func requeueSending(inode: UInt64? = nil) async throws {
         try await write { db in
-            try db.cachedStatement(
-                sql: """
-                    UPDATE pendingChange SET isCreation = 1, fields = fields | sending, sending = 0, sequence = ?
-                    WHERE inode = ?
-                    """
-            ).execute(arguments: [try Self.nextSequence(in: db), Int64(inode)])
+            if let inode {
+                try db.cachedStatement(
+                    sql:
+                        "UPDATE pendingChange SET fields = fields | sending, sending = 0 WHERE sending != 0 AND inode = ?"
+                ).execute(arguments: [Int64(inode)])
+            } else {
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE pendingChange SET fields = fields | sending, sending = 0, attempts = attempts + 1,
+                          lastError = COALESCE(lastError, 'interrupted: the daemon stopped while it was sent')
+                        WHERE sending != 0
+                        """
+                ).execute()
+            }
         }
     }
 
-    /// Puts the fields being sent back among the pending ones: of one item whose send must be
-    /// tried again, or (nil) of every send a stopped daemon left unfinished.
-    public func requeueSending(inode: UInt64? = nil) async throws {
+    /// Moves a pending deletion to the end of the journal: it must wait for what is journalled
+    /// after it.
+    public func postponeDeletion(identifier: ItemIdentifier, sequence: Int64) async throws {
         try await write { db in
-            try db.cachedStatement(
-                sql: "UPDATE pendingChange SET fields = fields | sending, sending = 0 WHERE sending != 0"
-                    + (inode == nil ? "" : " AND inode = ?")
-            ).execute(arguments: StatementArguments(inode.map { [Int64($0)] } ?? []))
+            try db.cachedStatement(sql: "UPDATE pendingDeletion SET sequence = ? WHERE identifier = ? AND sequence = ?")
+                .execute(arguments: [try Self.nextSequence(in: db), identifier.rawValue, sequence])
         }
     }
 

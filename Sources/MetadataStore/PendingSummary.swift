@@ -12,4 +12,11 @@ public struct PendingSummary: Sendable, Hashable, Codable, FetchableRecord {
     public var lastError: String?
     /// Being sent now.
     public var isSending: Bool
+    /// Its place in the journal. Absent in the answers of older daemons.
+    public var sequence: Int64?
+    /// What it waits for, when the uploader passed over it because of another entry (the
+    /// creation of its folder, an earlier rename or deletion), and whether that one cannot go
+    /// while the remote refuses it: then this one is stuck. Absent when it waits for nothing.
+    public var waitsFor: String?
+    public var isStuck: Bool?
 }

@@ -247,6 +247,12 @@ final class ChangeReplicator: Sendable {
 
     /// Applies one batch to the store, then to the caches and the kernel; returns how many items
     /// changed in the mount.
+    /// Applies a deletion the uploader met (a change of an item the remote no longer has) as a
+    /// round that saw it would: local work is kept and created anew, the rest leaves the mount.
+    func applyRemoteDeletion(_ identifier: ItemIdentifier) async throws {
+        _ = try await apply(updated: [], deleted: [identifier])
+    }
+
     private func apply(updated: [Item], deleted: [ItemIdentifier]) async throws -> Int {
         let updated = updated.filter { item in
             guard let reason = item.unshowableReason else { return true }

@@ -571,9 +571,23 @@ extension FileSystem {
     /// The local changes not yet on the remote, with the first `listing` of them.
     public func uploadQueue(listing limit: Int = 10) async throws -> UploadQueue {
         let totals = try await store.pendingTotals()
+        var first = try await store.pendingSummary(limit: limit)
+        let waits = uploader.waits
+        for index in first.indices {
+            guard let sequence = first[index].sequence, let blocker = waits[sequence] else { continue }
+            switch blocker {
+            case .entry(let description, let failed):
+                first[index].waitsFor = description
+                first[index].isStuck = failed
+            case .creation(let folder):
+                let record = try await store.record(identifier: folder)
+                first[index].waitsFor = "the creation of \(record.map { "\($0.item.filename)" } ?? "its folder")"
+                first[index].isStuck = record.map { uploader.state(of: $0.inode) == .error } ?? false
+            }
+        }
         return UploadQueue(
             pending: totals.pending, failing: totals.failing, refused: uploader.refusedCount, bytes: totals.bytes,
-            first: try await store.pendingSummary(limit: limit))
+            first: first)
     }
 
     /// Retries every waiting journal entry now.

@@ -140,6 +140,8 @@ public final class FileSystem: FileSystemOperations {
             provider: provider, store: store, cache: cache, localFiles: localFiles, nodes: nodes, lister: lister,
             kernel: uploader.kernel, configuration: configuration, statistics: statistics, logger: logger,
             wakeUploader: { uploader.wake() }, changesApplied: { pins.resume() })
+        let replicator = self.replicator
+        uploader.remoteDeleted.withLock { $0 = { [weak replicator] in try await replicator?.applyRemoteDeletion($0) } }
         let openFiles = HandleTable<OpenFile>()
         self.openFiles = openFiles
         self.evictor = CacheEvictor(

@@ -36,6 +36,14 @@ final class Uploader: Sendable {
         case deletion(ItemIdentifier)
     }
 
+    /// What an entry the uploader passed over waits for, for `fpfs status`.
+    enum Blocker: Sendable, Hashable {
+        /// The creation of the folder it lies in (which exists only here).
+        case creation(of: ItemIdentifier)
+        /// An earlier entry, as the log names it, and whether that one has failed.
+        case entry(String, failed: Bool)
+    }
+
     private let provider: any FileProvider
     private let store: MetadataStore
     private let localFiles: LocalFileFolder
@@ -49,6 +57,9 @@ final class Uploader: Sendable {
     private let statistics: Statistics
     private let logger: Logger
     private let signal = WakeSignal()
+    /// Applies a deletion the remote answered with (`ChangeReplicator.applyRemoteDeletion`), set
+    /// once both exist.
+    let remoteDeleted = Mutex<(@Sendable (ItemIdentifier) async throws -> Void)?>(nil)
 
     /// Guards the entries in flight, the retry times and the items that last failed for good.
     private struct State {
@@ -75,6 +86,8 @@ final class Uploader: Sendable {
         /// Entries up to this sequence have waited `burstLag`: they are sent, one at a time, while
         /// the burst goes on, until none is left.
         var overdueThrough: Int64?
+        /// The entries the last look at the journal passed over because of another, by sequence.
+        var waits: [Int64: Blocker] = [:]
         var loop: Task<Void, Never>?
         /// Told the length of contents sent, whose local copy may now be clean (`onContentsSent`).
         var contentsSent: (@Sendable (UInt64) -> Void)?
@@ -146,6 +159,9 @@ final class Uploader: Sendable {
     /// `retryNow`).
     var refusedCount: Int { state.withLock { $0.waitingAfterRefusal.count } }
 
+    /// What the entries passed over at the last look at the journal wait for, by sequence.
+    var waits: [Int64: Blocker] { state.withLock { $0.waits } }
+
     func state(of inode: UInt64) -> ItemState? {
         state.withLock { state in
             if state.inFlight[.item(inode)] != nil { return .uploading }
@@ -197,7 +213,7 @@ final class Uploader: Sendable {
                     if !(error is CancellationError) { logger.error("cannot read the journal: \(error)") }
                     work = []
                 }
-                if let due, work.first.map({ $0.sequence > due }) ?? true {
+                if let due, !work.contains(where: { $0.sequence <= due }) {
                     // What was overdue is sent (or being sent).
                     state.withLock { $0.overdueThrough = nil }
                     continue
@@ -231,29 +247,43 @@ final class Uploader: Sendable {
             var chosen: [PendingWork] = []
             var earlierPending = false
             var earlierBarrier = false
+            var firstPending: PendingWork?
+            var lastBarrier: PendingWork?
+            state.waits = [:]
             // Sends that ended before the read are in this snapshot already.
             state.endedAt = state.endedAt.filter { $0.value > snapshot }
             // A refused entry the journal no longer holds (its item deleted here) waits for nothing.
             if work.count < window { state.waitingAfterRefusal.formIntersection(work.map(Self.key)) }
             for entry in work {
-                if let due, entry.sequence > due { break }
                 let key = Self.key(of: entry)
                 if state.endedAt[key] != nil { continue }
                 let barrier = Self.isBarrier(entry)
                 defer {
                     earlierPending = true
-                    if barrier { earlierBarrier = true }
+                    if firstPending == nil { firstPending = entry }
+                    if barrier {
+                        earlierBarrier = true
+                        lastBarrier = entry
+                    }
                 }
                 guard state.inFlight.count < slots else { break }
-                if barrier {
-                    if earlierPending || !state.inFlight.isEmpty { continue }
-                } else if earlierBarrier || state.inFlight.values.contains(true) {
+                // A folder's creation comes before what is inside it, and may be newer than `due`.
+                if let due, entry.sequence > due { continue }
+                let earlier = barrier ? firstPending : lastBarrier
+                if let earlier, barrier ? earlierPending : earlierBarrier {
+                    state.waits[entry.sequence] = .entry(
+                        Self.describe(earlier), failed: state.waitingAfterRefusal.contains(Self.key(of: earlier)))
                     continue
                 }
+                if barrier ? !state.inFlight.isEmpty : state.inFlight.values.contains(true) { continue }
                 if state.inFlight[key] != nil { continue }
                 if let time = state.retryAt[key], time > now { continue }
                 if case .change(let change, let parent, _) = entry {
-                    if parent.isLocal || localFiles.isOpenForWriting(change.inode) { continue }
+                    if parent.isLocal {
+                        state.waits[entry.sequence] = .creation(of: parent)
+                        continue
+                    }
+                    if localFiles.isOpenForWriting(change.inode) { continue }
                 }
                 state.inFlight[key] = barrier
                 chosen.append(entry)
@@ -403,40 +433,112 @@ final class Uploader: Sendable {
             return
         }
         do {
-            let remote = try await provider.modifyItem(
-                item, baseVersion: record.item.version, changedFields: change.fields, contents: contents,
+            try await modify(
+                item, fields: change.fields, of: record, contents: contents,
                 options: change.attempts > 0 ? [.mayAlreadyExist] : [])
-            try await store.completeModification(
-                inode: record.inode, previousIdentifier: record.identifier, remote: remote)
-            nodes.replaceIdentifier(record.identifier, with: remote, inode: InodeNumber(record.inode))
-            if item.kind == .directory, remote.identifier != record.identifier {
-                try await reidentifyChildren(of: remote.identifier)
-            }
-        } catch ProviderError.conflict {
+        } catch ProviderError.conflict(let current) {
             guard let contents else { throw ProviderError.conflict(remote: nil) }
+            if change.attempts > 0, let current = try await ours(current, of: record.identifier, bytes: contents) {
+                // An earlier attempt got there (the daemon stopped after the bytes left): the
+                // remote's version is this change's own, and only the other fields remain.
+                var sent = record
+                sent.item.version = current.version
+                try await modify(
+                    item, fields: change.fields.subtracting(.contents), of: sent, contents: nil, options: [])
+                return
+            }
             try await keepBoth(record, localContents: contents, snapshot: &snapshot)
         } catch ProviderError.noSuchItem {
-            // Deleted on the remote while changed here: the local item is kept and created anew.
-            logger.notice("\(item.filename) was deleted on the remote while changed here; creating it again")
-            try await store.recreateLater(inode: record.inode)
-        } catch ProviderError.filenameCollision {
-            try await takeConflictName(record)
+            // Deleted on the remote while changed here: as if the change round had seen it first,
+            // what holds local work (bytes written here) is kept and created anew, the rest goes
+            // (a rename of a file whose bytes never were local cannot bring them back).
+            guard let applyDeletion = remoteDeleted.withLock({ $0 }) else { throw ProviderError.noSuchItem(nil) }
+            logger.notice("\(item.filename) was deleted on the remote while changed here")
+            try await applyDeletion(record.identifier)
+        } catch ProviderError.filenameCollision(let existing) {
+            guard try await journalFrees(existing, for: item) else { return try await takeConflictName(record) }
+            // Taken by an item the journal moves away later (a swap through a temporary name):
+            // this one moves aside and takes its name when the journal reaches it again.
+            var aside = item
+            aside.filename = TemporaryName.make(for: item.filename, inode: record.inode)
+            try await modify(
+                aside, fields: change.fields.intersection(.parentIdentifier).union(.filename), of: record,
+                contents: nil, options: [], stillPending: change.fields.union(.filename))
         }
     }
 
-    private func create(_ item: Item, change: PendingChange, inode: UInt64, contents: URL?) async throws {
+    /// Applies `fields` of `item` on the remote and records the result; `stillPending` stay in
+    /// the journal.
+    private func modify(
+        _ item: Item, fields: ItemFields, of record: ItemRecord, contents: URL?, options: ModifyItemOptions,
+        stillPending: ItemFields = []
+    ) async throws {
+        let remote = try await provider.modifyItem(
+            item, baseVersion: record.item.version, changedFields: fields, contents: contents, options: options)
+        try await store.completeModification(
+            inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending)
+        nodes.replaceIdentifier(record.identifier, with: remote, inode: InodeNumber(record.inode))
+        if item.kind == .directory, remote.identifier != record.identifier {
+            try await reidentifyChildren(of: remote.identifier)
+        }
+    }
+
+    /// The remote item `identifier` (as `known`, or asked for) when its content is exactly the
+    /// bytes of `contents`: what an earlier attempt of this change sent, not another's version.
+    private func ours(_ known: Item?, of identifier: ItemIdentifier, bytes contents: URL) async throws -> Item? {
         let remote: Item
+        if let known { remote = known } else { remote = try await provider.item(for: identifier) }
+        let size = try await BlockingIO.run {
+            try FileManager.default.attributesOfItem(atPath: contents.path(percentEncoded: false))[.size] as? UInt64
+        }
+        guard let size,
+            try await SameBytesSink.remoteHolds(
+                contents, size: size, identifier: identifier, remote: remote, provider: provider)
+        else { return nil }
+        return remote
+    }
+
+    /// Whether the remote item `existing` that holds `item`'s name gives it up later in the
+    /// journal (deleted or moved here, not yet sent).
+    private func journalFrees(_ existing: ItemIdentifier?, for item: Item) async throws -> Bool {
+        guard let existing else { return false }
+        return try await store.journalFrees(existing, in: item.parentIdentifier, as: item.filename)
+    }
+
+    private func create(_ item: Item, change: PendingChange, inode: UInt64, contents: URL?) async throws {
+        let options: CreateItemOptions = change.attempts > 0 ? [.mayAlreadyExist] : []
+        let remote: Item
+        var stillPending: ItemFields = []
         do {
             remote = try await provider.createItem(
-                basedOn: item, fields: change.fields, contents: contents,
-                options: change.attempts > 0 ? [.mayAlreadyExist] : [])
-        } catch ProviderError.filenameCollision {
-            guard let record = try await store.record(inode: inode) else { return }
-            try await takeConflictName(record)
-            return
+                basedOn: item, fields: change.fields, contents: contents, options: options)
+        } catch ProviderError.filenameCollision(let existing) {
+            if change.attempts > 0, let existing, item.kind == .file, let contents,
+                let made = try await ours(nil, of: existing, bytes: contents)
+            {
+                // An earlier attempt made it (the daemon stopped after the bytes left).
+                if try await store.completeCreation(inode: inode, localIdentifier: item.identifier, remote: made) {
+                    nodes.replaceIdentifier(item.identifier, with: made, inode: InodeNumber(inode))
+                }
+                return
+            }
+            guard try await journalFrees(existing, for: item) else {
+                guard let record = try await store.record(inode: inode) else { return }
+                return try await takeConflictName(record)
+            }
+            // Taken by an item the journal moves away later (a folder's creation goes before what
+            // it holds, and may pass the rename that frees its name): it is made under a
+            // temporary name and takes its own when the journal reaches it again.
+            var aside = item
+            aside.filename = TemporaryName.make(for: item.filename, inode: inode)
+            remote = try await provider.createItem(
+                basedOn: aside, fields: change.fields, contents: contents, options: options)
+            stillPending = [.filename]
         }
         // Deleted here while it was being created, the item has a deletion in the journal instead.
-        if try await store.completeCreation(inode: inode, localIdentifier: item.identifier, remote: remote) {
+        if try await store.completeCreation(
+            inode: inode, localIdentifier: item.identifier, remote: remote, stillPending: stillPending)
+        {
             nodes.replaceIdentifier(item.identifier, with: remote, inode: InodeNumber(inode))
         }
     }
@@ -521,10 +623,30 @@ final class Uploader: Sendable {
             // Changed on the remote since it was deleted here: the remote's newer version stays.
             logger.notice("\(deletion.identifier) changed on the remote; it was not deleted there")
         } catch ProviderError.directoryNotEmpty {
+            if try await journalEmpties(deletion.identifier) {
+                // What it holds there leaves it later in the journal (a rename merged into a later
+                // one of the same item takes the later one's place): the deletion follows it.
+                try await store.postponeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+                return
+            }
             // Items were added to it on the remote: they stay, and so does the folder.
             logger.notice("\(deletion.identifier) holds new items on the remote; it was not deleted there")
         }
         try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+    }
+
+    /// Whether every item the remote folder `folder` holds leaves it later in the journal.
+    private func journalEmpties(_ folder: ItemIdentifier) async throws -> Bool {
+        let enumerator = try await provider.enumerator(for: folder)
+        var page = EnumerationPage.initial
+        while true {
+            let result = try await enumerator.enumerateItems(startingAt: page, suggestedPageSize: 1000)
+            for item in result.items {
+                guard try await store.journalFrees(item.identifier, in: folder, as: item.filename) else { return false }
+            }
+            guard let next = result.nextPage else { return true }
+            page = next
+        }
     }
 
     // MARK: Failures

@@ -109,6 +109,10 @@ struct StatusReport: Codable {
             var line = "    \(entry.isSending ? "sending" : "waiting") \(entry.action) \(entry.name)"
             if entry.bytes > 0 { line += " (\(Self.bytes(entry.bytes)))" }
             if entry.attempts > 0 { line += ": \(entry.attempts) attempts, last: \(entry.lastError ?? "?")" }
+            if let blocker = entry.waitsFor {
+                line +=
+                    entry.isStuck == true ? " — stuck: waits for \(blocker), which failed" : " — waits for \(blocker)"
+            }
             lines.append(line)
         }
         if uploads.pending > uploads.first.count {

@@ -5,7 +5,7 @@ import Synchronization
 
 /// A remote that reports half of each new file's contents sent, then waits for `release`; it
 /// records the contents each creation and modification sends, as read when the call goes on.
-final class HalfwayRemote: FileProvider {
+final class HalfwayRemote: InnerRemote {
     let inner = InMemoryProvider()
     private let gate = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let reached = Mutex(false)
@@ -18,15 +18,6 @@ final class HalfwayRemote: FileProvider {
 
     func release() { gate.withLock { $0 }?.resume() }
 
-    func item(for identifier: ItemIdentifier) async throws -> Item { try await inner.item(for: identifier) }
-    func enumerator(for container: ItemIdentifier) async throws -> any ItemEnumerator {
-        try await inner.enumerator(for: container)
-    }
-    func fetchContents(for identifier: ItemIdentifier, version: ItemVersion?, into sink: any ContentSink)
-        async throws -> Item
-    {
-        try await inner.fetchContents(for: identifier, version: version, into: sink)
-    }
     func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
         async throws -> Item
     {
@@ -46,10 +37,6 @@ final class HalfwayRemote: FileProvider {
         return try await inner.modifyItem(
             item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
     }
-    func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteItemOptions) async throws {
-        try await inner.deleteItem(identifier: identifier, baseVersion: baseVersion, options: options)
-    }
-    func invalidate() async {}
 
     private func record(_ contents: URL?) throws {
         guard let contents else { return }

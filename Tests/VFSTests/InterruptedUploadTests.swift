@@ -1,0 +1,73 @@
+import FileProviderKit
+import Foundation
+import ProviderTesting
+import Testing
+import VFS
+
+/// Issue 51, item 6 (second half): the daemon ends after an upload's bytes reached the remote and
+/// before the store heard of it. The next mount sends the change again and must recognise the
+/// remote's version as its own, not make a conflict copy of it.
+@Suite("Interrupted uploads: the remote's version is recognised as ours")
+struct InterruptedUploadTests {
+    /// Passes writes on, then never answers (until cancelled): the answer is lost, the change made.
+    final class AnswerLost: InnerRemote {
+        let inner: InMemoryProvider
+        init(_ inner: InMemoryProvider) { self.inner = inner }
+        func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
+            async throws -> Item
+        {
+            _ = try await inner.createItem(basedOn: template, fields: fields, contents: contents, options: options)
+            try await Task.sleep(for: .seconds(3600))
+            throw CancellationError()
+        }
+        func modifyItem(
+            _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
+            options: ModifyItemOptions
+        ) async throws -> Item {
+            _ = try await inner.modifyItem(
+                item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
+            try await Task.sleep(for: .seconds(3600))
+            throw CancellationError()
+        }
+    }
+
+    @Test func anEditAndACreationWhoseAnswersWereLostMakeNoConflictCopy() async throws {
+        let remote = try InMemoryProvider.docs()
+        let first = try await VFSHarness.make(provider: AnswerLost(remote))
+        _ = try await first.list(try await first.resolve("docs").inode)
+        try await first.overwrite(try await first.resolve("docs/readme.txt").inode, bytes("edited\n"))
+        _ = try await first.writeFile("docs/new.txt", bytes("new\n"))
+        first.fileSystem.retryUploadsNow()
+        try await VFSHarness.eventually("both reach the remote") {
+            let readme = remote.item(atPath: "docs/readme.txt").flatMap { remote.contents(of: $0.identifier) }
+            return remote.item(atPath: "docs/new.txt") != nil && readme == bytes("edited\n")
+        }
+        // The daemon ends with both sends under way (as kill -9 would leave the store).
+        await first.fileSystem.shutdown()
+
+        let again = try await VFSHarness.make(provider: remote, directory: first.directory)
+        try await again.waitForUploads()
+        let names = try await UploaderOrderingTests.remoteTree(remote).keys.sorted()
+        #expect(names == ["docs", "docs/new.txt", "docs/other.txt", "docs/readme.txt"])
+        #expect(
+            try await again.list(try await again.resolve("docs").inode).sorted().filter { !$0.hasPrefix(".") }
+                == ["new.txt", "other.txt", "readme.txt"])
+        #expect(try await again.readAll(try await again.resolve("docs/readme.txt").inode) == bytes("edited\n"))
+    }
+
+    /// The other side still holds: a remote version that is not ours is a conflict after a restart too.
+    @Test func aRemoteEditMetAfterARestartIsStillAConflict() async throws {
+        let remote = try InMemoryProvider.docs()
+        let injector = FaultInjector()
+        let down = injector.add(FaultRule(.error(.serverUnreachable(reason: "test")), on: .modify))
+        let first = try await VFSHarness.make(provider: injector.wrap(remote))
+        try await first.overwrite(try await first.resolve("docs/readme.txt").inode, bytes("edited here\n"))
+        _ = try remote.setContents(path: "docs/readme.txt", bytes("edited there\n"))
+        await first.fileSystem.shutdown()
+        injector.remove(down)
+        let again = try await VFSHarness.make(provider: injector.wrap(remote), directory: first.directory)
+        try await again.waitForUploads()
+        let names = try await UploaderOrderingTests.remoteTree(remote).keys
+        #expect(names.contains { $0.hasPrefix("docs/readme (conflict ") })
+    }
+}
