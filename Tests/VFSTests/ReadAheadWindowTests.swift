@@ -6,40 +6,34 @@ import Testing
 struct ReadAheadWindowTests {
     private let mebibyte: UInt64 = 1 << 20
 
-    @Test("with small blocks, the window starts at the kernel's read size and outlives reads out of order")
-    func reorderedKernelReadsKeepTheWindowGrowing() {
+    /// The window after each of `reads` (in MiB) of a 1 GiB file, with 64 KiB blocks.
+    private func windowSizes(after reads: [Range<UInt64>]) -> [UInt64] {
         var window = ReadAheadWindow(
             blockSize: 64 << 10, maximum: 64 * mebibyte, maximumRequest: 8 * mebibyte, parallelism: 8)
-        var sizes: [UInt64] = []
-        for start: UInt64 in [0, 2, 1, 3, 5, 4, 6] {
-            _ = window.record(start * mebibyte..<(start + 1) * mebibyte, size: 1 << 30)
-            sizes.append(window.window)
+        return reads.map { read in
+            _ = window.record(read.lowerBound * mebibyte..<read.upperBound * mebibyte, size: 1 << 30)
+            return window.window / mebibyte
         }
+    }
+
+    @Test("with small blocks, the window starts at the kernel's read size and outlives reads out of order")
+    func reorderedKernelReadsKeepTheWindowGrowing() {
         // Four times as large per read, but never more than the run has read (the furthest byte).
-        #expect(sizes == [1, 3, 3, 4, 6, 6, 7].map { $0 * mebibyte })
+        let sizes = windowSizes(after: [0, 2, 1, 3, 5, 4, 6].map { $0..<$0 + 1 })
+        #expect(sizes == [1, 3, 3, 4, 6, 6, 7])
     }
 
     @Test("the window grows with what the reader used: four times per read, then twice, up to the maximum")
     func theWindowGrowsWithWhatWasRead() {
-        var window = ReadAheadWindow(
-            blockSize: 64 << 10, maximum: 64 * mebibyte, maximumRequest: 8 * mebibyte, parallelism: 8)
-        var sizes: [UInt64] = []
-        var offset: UInt64 = 0
-        for length: UInt64 in [1, 1, 4, 16, 32, 64, 64] {
-            _ = window.record(offset * mebibyte..<(offset + length) * mebibyte, size: 1 << 30)
-            offset += length
-            sizes.append(window.window)
-        }
-        #expect(sizes == [1, 2, 6, 22, 44, 64, 64].map { $0 * mebibyte })
+        let sizes = windowSizes(after: [0..<1, 1..<2, 2..<6, 6..<22, 22..<54, 54..<118, 118..<182])
+        #expect(sizes == [1, 2, 6, 22, 44, 64, 64])
     }
 
     @Test("a reader that stops early has had at most as much again fetched ahead, plus the first window")
     func anEarlyStopCostsLittle() {
-        var window = ReadAheadWindow(
-            blockSize: 64 << 10, maximum: 128 * mebibyte, maximumRequest: 16 * mebibyte, parallelism: 8)
         // `file` reads 7 MiB of a 300 MiB file in 1 MiB reads (direct I/O); `head -c 64K` one read.
         for reads: UInt64 in [1, 7, 20] {
-            window = ReadAheadWindow(
+            var window = ReadAheadWindow(
                 blockSize: 64 << 10, maximum: 128 * mebibyte, maximumRequest: 16 * mebibyte, parallelism: 8)
             var fetchedUpTo: UInt64 = 0
             for read in 0..<reads {
