@@ -138,7 +138,7 @@ extension LocalProvider {
         let absolute = tree.absolute(path)
         switch template.kind {
         case .file:
-            let temporary = tree.absolute(path.parent.appending(Filename(".fpfs-\(UUID().uuidString).tmp")))
+            let temporary = tree.absolute(path.parent.appending(LocalTree.uploadTemporary()))
             do {
                 let file = try OpenFile(path: temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
                 if let source { _ = try copy(source, into: file) }

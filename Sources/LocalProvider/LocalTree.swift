@@ -137,15 +137,29 @@ final class LocalTree: Sendable {
     }
 
     /// The names in a folder that may be shown, sorted by their bytes so that pages are stable.
-    /// The root's trash folder is not shown (`FolderTrash`).
+    /// The root's trash folder is not shown (`FolderTrash`), nor the files a creation is written
+    /// to before it is renamed into place (`uploadTemporary`): a walk meanwhile would report them
+    /// as items of the remote.
     func children(of path: RelativePath) throws -> [Filename] {
         let shown: Set<UInt8> = [UInt8(DT_REG), UInt8(DT_DIR), UInt8(DT_LNK), UInt8(DT_UNKNOWN)]
         let hidden = path.isRoot ? FolderTrash.folderName : nil
         // A name over 255 bytes (NTFS and exFAT hold 255 UTF-16 units, up to 765 bytes) cannot be
         // shown, stat'ed by every tool, nor named in a page: it is left out, the rest is listed.
-        return try POSIX.entries(of: absolute(path))
-            .filter { shown.contains($0.type) && $0.name != hidden && $0.name.isValid }
-            .map(\.name).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        return try POSIX.entries(of: absolute(path)).filter {
+            shown.contains($0.type) && $0.name != hidden && $0.name.isValid && !Self.isUploadTemporary($0.name)
+        }
+        .map(\.name).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+    }
+
+    /// A new name for the file a creation is written to before it is renamed into place.
+    static func uploadTemporary() -> Filename { Filename(".fpfs-\(UUID().uuidString).tmp") }
+
+    /// Whether `name` is one `uploadTemporary` makes: `.fpfs-`, a UUID, `.tmp`.
+    static func isUploadTemporary(_ name: Filename) -> Bool {
+        let bytes = name.bytes
+        guard bytes.count == 46, bytes.starts(with: Array(".fpfs-".utf8)), bytes.suffix(4).elementsEqual(".tmp".utf8)
+        else { return false }
+        return UUID(uuidString: String(decoding: bytes[6..<42], as: UTF8.self)) != nil
     }
 
     /// The child `name` of the folder at `folder`, or nil when it vanished or is not shown.

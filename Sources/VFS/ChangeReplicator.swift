@@ -191,6 +191,10 @@ final class ChangeReplicator: Sendable {
             let anchor = try await Deadline.run(limit: enumerationLimit, { try await enumerator.currentSyncAnchor() })
         else { throw ProviderError.featureUnsupported }
         statistics.update { $0.replication.fullComparisons += 1 }
+        // What the store knows is read before the listing: an item whose creation an upload
+        // completes while the listing runs is missing from the listing, and must not count as
+        // gone (git clone into the mount lost objects so; DECISIONS 194).
+        let known = try await store.remoteIdentifiers()
         var remote: [Item] = []
         var page = EnumerationPage.initial
         var restarts = 0
@@ -212,7 +216,6 @@ final class ChangeReplicator: Sendable {
             page = next
         }
         // Only what the store knows matters: items it holds, and children of folders it listed.
-        let known = try await store.remoteIdentifiers()
         let listed = try await store.listedDirectories().union([.rootContainer])
         let relevant = remote.filter { known.contains($0.identifier) || listed.contains($0.parentIdentifier) }
         let gone = known.subtracting(remote.map(\.identifier)).subtracting([.rootContainer])

@@ -155,6 +155,7 @@ extension FileSystem {
             }
             guard let record = inserted else { throw Errno.fileExists }
             nodes.addLookup(of: record)
+            try await noteEntriesChanged(in: parent)
             if openToWrite, !nodes.keep(record, readAt: epoch) {
                 return try await keptRecord(InodeNumber(record.inode))
             }
@@ -453,6 +454,7 @@ extension FileSystem {
             let child = try await self.existingChild(of: parent, named: name)
             guard child.item.kind != .directory else { throw Errno.isDirectory }
             try await self.remove(child, toTrash: self.configuration.trashesDeletions)
+            try await self.noteEntriesChanged(in: parent)
         }
     }
 
@@ -461,6 +463,7 @@ extension FileSystem {
             let child = try await self.existingChild(of: parent, named: name)
             guard child.item.kind == .directory else { throw Errno.notDirectory }
             try await self.remove(child, toTrash: self.configuration.trashesDeletions)
+            try await self.noteEntriesChanged(in: parent)
         }
     }
 
@@ -495,7 +498,20 @@ extension FileSystem {
                 item.filename = filename
                 item.parentIdentifier = target.identifier
             }
+            try await self.noteEntriesChanged(in: parent)
+            if newParent != parent { try await self.noteEntriesChanged(in: newParent) }
         }
+    }
+
+    /// Entries of the folder `folder` were made, removed or renamed here: its modification time,
+    /// and so its change time, becomes now, as on a local disk (make, rsync and backup tools
+    /// compare them; DECISIONS 192). In memory, where getattr reads it, and in the store.
+    private func noteEntriesChanged(in folder: InodeNumber) async throws {
+        let now = Timestamp.now
+        _ = nodes.update(folder) { item in
+            if item.contentModificationDate < now { item.contentModificationDate = now }
+        }
+        try await store.noteEntriesChanged(inFolder: folder.rawValue, at: now)
     }
 
     /// The child `name` of the directory `parent`, listed first if need be.

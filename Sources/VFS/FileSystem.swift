@@ -262,11 +262,26 @@ public final class FileSystem: FileSystemOperations {
         }
     }
 
+    /// `access(2)` checks the modes `stat` shows, as the kernel would for a local file: the
+    /// mounting user is every item's owner, root may read and write anything and execute what has
+    /// an execute bit (or is a folder). The kernel itself checks only `exec` (DECISIONS 193).
     public func access(inode: InodeNumber, mask: Int32, context: RequestContext) async throws {
         try await answering {
-            _ = try await self.record(inode)
+            let record = try await self.record(inode)
             if mask & W_OK != 0, self.configuration.isReadOnly { throw Errno.readOnlyFileSystem }
+            guard self.permits(mask, on: record.item, to: context) else { throw Errno.permissionDenied }
         }
+    }
+
+    private func permits(_ mask: Int32, on item: Item, to context: RequestContext) -> Bool {
+        let wanted = UInt16(mask & (R_OK | W_OK | X_OK))
+        let modes = UInt16(item.permissions)
+        guard context.uid != 0 else {
+            return wanted & UInt16(X_OK) == 0 || item.kind == .directory || modes & 0o111 != 0
+        }
+        let shift: UInt16 =
+            if context.uid == configuration.uid { 6 } else if context.gid == configuration.gid { 3 } else { 0 }
+        return (modes >> shift) & wanted == wanted
     }
 
     public func statfs(inode: InodeNumber) async throws -> FileSystemStatistics {
@@ -855,11 +870,14 @@ public final class FileSystem: FileSystemOperations {
             }
         let size = item.kind == .symlink ? UInt64(item.symlinkTarget?.count ?? 0) : item.size
         let local = localBytes(of: record)
+        // At least one block while bytes are on the remote only: GNU `tar -S` stores a file of
+        // no blocks as one hole, without reading it (DECISIONS 191).
+        let blocks = max((local + 511) / 512, item.kind == .file && local < size ? 1 : 0)
         let modified = FileTime(item.contentModificationDate)
         return FileAttributes(
             inode: InodeNumber(record.inode), type: type, permissions: item.permissions,
             linkCount: item.kind == .directory ? 2 : 1, uid: configuration.uid, gid: configuration.gid, size: size,
-            blocks: (local + 511) / 512, accessTime: modified,
+            blocks: blocks, accessTime: modified,
             modificationTime: modified, changeTime: modified)
     }
 }

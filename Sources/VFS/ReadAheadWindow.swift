@@ -3,8 +3,10 @@
 ///
 /// Sequential reading (a read that starts where the previous one ended, give or take the kernel's
 /// own read-ahead reordering) grows the window from its first size up to `maximum`, four times
-/// per read while it is smaller than one request and twice from there (DECISIONS 159); any other
-/// read resets it, so random access fetches only the blocks it touches.
+/// per read while it is smaller than one request and twice from there (DECISIONS 159), but never
+/// beyond what the run has read so far (DECISIONS 190): a reader that stops early has had at most
+/// as much again fetched ahead, plus the first window. Any other read resets it, so random access
+/// fetches only the blocks it touches.
 ///
 /// Requests are as large as `maximumRequest`, but no larger than the file's rest spread over the
 /// pipeline (`parallelism`), so that a short file's rest is fetched by all slots at once. The
@@ -19,6 +21,10 @@ struct ReadAheadWindow: Sendable {
     let parallelism: UInt64
     private(set) var window: UInt64 = 0
     private var nextExpected: UInt64?
+    /// Where the current sequential run began, and the furthest it has read: the window never
+    /// exceeds the difference (what the reader has used), so fetching ahead stays proportional.
+    private var runStart: UInt64 = 0
+    private var readUpTo: UInt64 = 0
     /// How far ahead has already been asked for, so the same range is not asked twice.
     private var issuedUpTo: UInt64 = 0
 
@@ -60,9 +66,13 @@ struct ReadAheadWindow: Sendable {
         guard sequential else {
             window = 0
             issuedUpTo = 0
+            runStart = range.lowerBound
+            readUpTo = range.upperBound
             return nil
         }
-        window = window == 0 ? firstWindow : min(window * (window < maximumRequest ? 4 : 2), maximum)
+        readUpTo = max(readUpTo, range.upperBound)
+        let grown = window == 0 ? firstWindow : min(window * (window < maximumRequest ? 4 : 2), maximum)
+        window = min(grown, max(firstWindow, readUpTo - runStart))
         let start = max(range.upperBound, issuedUpTo)
         let end = min(range.upperBound + window, size)
         guard start < end else { return nil }

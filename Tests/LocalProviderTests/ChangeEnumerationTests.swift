@@ -35,6 +35,23 @@ import Testing
         }
     }
 
+    @Test("a creation's temporary file, before its rename into place, is in no listing or walk")
+    func creationTemporariesAreNotListed() async throws {
+        let folder = try Self.populated()
+        try folder.write("docs/.fpfs-\(UUID().uuidString).tmp", [7])
+        try folder.write(".fpfs-not-a-uuid.tmp", [8])
+        let provider = try folder.provider()
+        let walked = try await Enumeration.allItems(of: provider.enumerator(for: .workingSet), pageSize: 100)
+        #expect(walked.count == 11)
+        #expect(walked.contains { $0.filename == Filename(".fpfs-not-a-uuid.tmp") })
+        let docs = try #require(walked.first { $0.filename == Filename("docs") })
+        #expect(
+            try await provider.children(of: docs.identifier).map(\.filename).sorted { $0.description < $1.description }
+                == [
+                    Filename("deep"), Filename("keep"),
+                ])
+    }
+
     @Test func reportsCreationsModificationsRenamesMovesAndDeletions() async throws {
         let folder = try Self.populated()
         let provider = try folder.provider()
