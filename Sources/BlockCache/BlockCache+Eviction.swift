@@ -2,7 +2,7 @@ import FileProviderKit
 import Foundation
 import MetadataStore
 
-/// What the cache holds and frees (DESIGN §5): the bytes recorded per item and their sum are kept
+/// What the cache holds and frees (ARCHITECTURE §5): the bytes recorded per item and their sum are kept
 /// as records change, so asking how big the cache is costs nothing; the order of last use is kept
 /// in memory and saved when the cache lets go.
 extension BlockCache {

@@ -122,7 +122,7 @@ public final class CachedContent: Sendable {
     ///
     /// The last new claim, when `following` goes on from where it ends, also takes the missing,
     /// unclaimed blocks of `following` after it: one request brings the read's bytes first and then
-    /// those (DESIGN §3: the read's blocks merged with the read-ahead window).
+    /// those (ARCHITECTURE §3: the read's blocks merged with the read-ahead window).
     public func waitUntilPresent(
         _ range: Range<UInt64>, granularity: FetchGranularity, extendingInto following: Range<UInt64>? = nil,
         start: ([ContentClaim]) -> Void, joined: ([ContentClaim]) -> Void

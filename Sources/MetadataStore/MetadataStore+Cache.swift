@@ -1,4 +1,4 @@
-// Pins and the bookkeeping of the bounded cache (DESIGN §5).
+// Pins and the bookkeeping of the bounded cache (ARCHITECTURE §5).
 //
 // A pin is a row per inode. The writes that store or move an item pin it when its folder is pinned,
 // whoever stores it (a listing, a local creation, a change from the remote). So "pinned" is a

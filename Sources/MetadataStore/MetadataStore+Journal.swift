@@ -1,4 +1,4 @@
-// The journal of local changes (DESIGN §4): every write-type operation saves its result in the
+// The journal of local changes (ARCHITECTURE §4): every write-type operation saves its result in the
 // item table and, in the same transaction, records what the remote still needs to hear. The
 // uploader reads the journal in order and reports each success or failure back.
 

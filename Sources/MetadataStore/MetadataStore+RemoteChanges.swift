@@ -1,4 +1,4 @@
-// Changes the remote reports (DESIGN §5): the working set's updates and deletions, applied to the
+// Changes the remote reports (ARCHITECTURE §5): the working set's updates and deletions, applied to the
 // part of the tree the store knows. Local changes win over the remote's here: an item with a
 // pending change is left as it is, and the uploader meets the remote's version when it sends
 // (the conflict path of the writes). What changed is returned so that the engine can correct the

@@ -139,7 +139,7 @@ public final class MetadataStore: Sendable {
                     """)
         }
         migrator.registerMigration("v2-journal") { db in
-            // The journal of local changes the remote does not have yet (DESIGN §4). A live item
+            // The journal of local changes the remote does not have yet (ARCHITECTURE §4). A live item
             // has at most one pending change, whose fields accumulate; a deleted item keeps only
             // what its deletion needs. `sequence` orders all of them; every change takes the next
             // number from journalClock, so an uploader can tell whether a row changed under it.

@@ -3,7 +3,7 @@ import GRDB
 
 /// A live item's local change that the remote does not have yet: its creation, or the fields
 /// changed since the remote last confirmed it. Later changes of the same item merge into the
-/// same row (DESIGN §4, coalescing).
+/// same row (ARCHITECTURE §4, coalescing).
 public struct PendingChange: Sendable, Hashable {
     public var inode: UInt64
     /// The journal position of the latest change merged in; it changes with every merge.

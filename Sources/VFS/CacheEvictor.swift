@@ -6,7 +6,7 @@ import Logging
 import MetadataStore
 import Synchronization
 
-/// Keeps the cache within `--cache-size` (DESIGN §5).
+/// Keeps the cache within `--cache-size` (ARCHITECTURE §5).
 ///
 /// What counts: the bytes the block cache holds and the clean local copies (files written here
 /// whose changes are all on the remote, DECISIONS 59). What may go: contents no handle, reader or

@@ -5,7 +5,7 @@ import Logging
 import MetadataStore
 import Synchronization
 
-/// Brings changes made on the remote into the mount (DESIGN §5).
+/// Brings changes made on the remote into the mount (ARCHITECTURE §5).
 ///
 /// A round asks the working-set enumerator for the changes since the anchor saved in the store
 /// (so a remount continues where the last mount stopped), applies them to the store, drops stale

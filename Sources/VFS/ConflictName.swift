@@ -1,7 +1,7 @@
 import FileProviderKit
 import Foundation
 
-/// The name of a conflict copy (DESIGN §4): `NAME (conflict YYYY-MM-DD HHMMSS).EXT` beside the
+/// The name of a conflict copy (ARCHITECTURE §4): `NAME (conflict YYYY-MM-DD HHMMSS).EXT` beside the
 /// original, in UTC so that the name does not depend on the daemon's time zone.
 enum ConflictName {
     static func make(for name: Filename, at date: Date = Date()) -> Filename {

@@ -5,7 +5,7 @@ import Logging
 import MetadataStore
 import Synchronization
 
-/// Runs the provider's content fetches (DESIGN §3).
+/// Runs the provider's content fetches (ARCHITECTURE §3).
 ///
 /// Readers and read-ahead express what they need as ranges of a `CachedContent`; the content turns
 /// missing parts into claims (aligned runs of blocks, or the whole file for providers without

@@ -7,7 +7,7 @@ import SystemPackage
     import Glibc
 #endif
 
-/// The one place where errors become errno (DESIGN §6). Anything unexpected is EIO and logged.
+/// The one place where errors become errno (ARCHITECTURE §6). Anything unexpected is EIO and logged.
 enum ErrnoMapping {
     static func errno(for error: any Error, logger: Logger) -> Errno {
         switch error {

@@ -1,4 +1,4 @@
-/// The extended attributes fpfs shows on every item (DESIGN §6). Reading them never downloads.
+/// The extended attributes fpfs shows on every item (ARCHITECTURE §6). Reading them never downloads.
 enum ExtendedAttribute {
     /// `cloud`, `partial`, `local`, `dirty`, `uploading`, `error` or `conflict`.
     static let state = "user.fpfs.state"

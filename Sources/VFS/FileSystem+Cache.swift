@@ -1,4 +1,4 @@
-// Pins and eviction as the CLI and `user.fpfs.pinned` ask for them (DESIGN §5). Pinning marks
+// Pins and eviction as the CLI and `user.fpfs.pinned` ask for them (ARCHITECTURE §5). Pinning marks
 // the item and everything below it in the store (new children inherit, see MetadataStore+Cache)
 // and starts a background download; nothing here waits for the remote.
 

@@ -1,4 +1,4 @@
-// The write side (DESIGN §4): every operation changes the store and the local folder, journals
+// The write side (ARCHITECTURE §4): every operation changes the store and the local folder, journals
 // what the remote must hear in the same transaction, and answers at once; the Uploader replays
 // the journal in the background. Nothing here waits for the remote, except where the bytes or the
 // names a change needs are not local yet (opening a cloud file for writing, a directory never

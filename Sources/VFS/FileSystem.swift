@@ -9,8 +9,8 @@
 // without progress. Errors become errno in one place (ErrnoMapping).
 //
 // Writes happen locally first and are journalled; the Uploader replays them to the remote
-// (FileSystem+Writing, DESIGN §4). With `isReadOnly` every write-type operation is EROFS.
-// Changes made on the remote come in through the ChangeReplicator (DESIGN §5).
+// (FileSystem+Writing, ARCHITECTURE §4). With `isReadOnly` every write-type operation is EROFS.
+// Changes made on the remote come in through the ChangeReplicator (ARCHITECTURE §5).
 
 import BlockCache
 import FileProviderKit
@@ -48,7 +48,7 @@ public final class FileSystem: FileSystemOperations {
     private let kernelListings = KernelListings()
 
     /// True when the remote could not be reached at start and the mount serves what the store
-    /// and cache hold (DESIGN §5, offline).
+    /// and cache hold (ARCHITECTURE §5, offline).
     public let isOffline: Bool
 
     /// Starts a filesystem over `provider`: asks it for the root item (under the remote bound)
@@ -168,7 +168,7 @@ public final class FileSystem: FileSystemOperations {
     public func initialize(settings: inout ConnectionSettings) {
         settings.maxWrite = 1 << 20
         settings.maxReadahead = 1 << 20
-        // The kernel's read-ahead must be able to keep every fetch slot busy (DESIGN §7).
+        // The kernel's read-ahead must be able to keep every fetch slot busy (ARCHITECTURE §7).
         settings.maxBackground = max(settings.maxBackground, UInt16(configuration.pipelineDepth))
         settings.readdirplus = true
         settings.passthrough = configuration.passthrough
@@ -778,7 +778,7 @@ public final class FileSystem: FileSystemOperations {
         return attributes
     }
 
-    /// `user.fpfs.state` (DESIGN §6): where the item's content is, or where its upload stands.
+    /// `user.fpfs.state` (ARCHITECTURE §6): where the item's content is, or where its upload stands.
     private func state(of record: ItemRecord, localBytes local: UInt64) async throws -> String {
         if let upload = uploader.state(of: record.inode) { return upload.rawValue }
         if try await store.pendingChange(inode: record.inode) != nil { return "dirty" }

@@ -3,7 +3,7 @@ import FileProviderKit
 extension ItemIdentifier {
     private static let localPrefix = "fpfs.local."
 
-    /// A new identifier for an item made here, used until the remote gives it its own (DESIGN §4).
+    /// A new identifier for an item made here, used until the remote gives it its own (ARCHITECTURE §4).
     /// Its 128 random bits come from the system's generator (`getrandom`): Foundation's `UUID()`
     /// opens and reads /dev/urandom on Linux at every call, a file open on a cooperative thread for
     /// every file or folder made.

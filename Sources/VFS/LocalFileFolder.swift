@@ -8,7 +8,7 @@ import SystemPackage
     import Glibc
 #endif
 
-/// The folder of whole local contents (DESIGN §4): a file written here keeps all its bytes in
+/// The folder of whole local contents (ARCHITECTURE §4): a file written here keeps all its bytes in
 /// `local/INODE` — named by inode, which never changes, so a new item's file stays put when the
 /// remote gives it an identifier. The uploader sends snapshots of these files (`uploads/`), so
 /// that writes during an upload do not change what is being sent. A snapshot of a content no one

@@ -4,7 +4,7 @@ import Logging
 import MetadataStore
 import Synchronization
 
-/// Downloads pinned items in the background (DESIGN §5): a folder is listed recursively and every
+/// Downloads pinned items in the background (ARCHITECTURE §5): a folder is listed recursively and every
 /// file in it fetched whole, at read-ahead priority, so that reads a process waits on go first and
 /// no FUSE request waits for a pin. At most `filesAtOnce` files are fetched at a time; each file's
 /// fetches go through the pipeline limiter like any other.

@@ -6,7 +6,7 @@ enum FetchPriority: Sendable {
     case readAhead
 }
 
-/// Bounds the content fetches in flight per mount (the pipeline depth, DESIGN §3).
+/// Bounds the content fetches in flight per mount (the pipeline depth, ARCHITECTURE §3).
 ///
 /// A fetch takes a slot before it calls the provider and gives it back when the call ends. When
 /// all slots are taken, waiters queue by priority: interactive reads go ahead of read-ahead, and a

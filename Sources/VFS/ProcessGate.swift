@@ -1,7 +1,7 @@
 import Glibc
 import Synchronization
 
-/// Keeps listed processes from materializing content (DESIGN §3, the non-materializing process
+/// Keeps listed processes from materializing content (ARCHITECTURE §3, the non-materializing process
 /// names of the File Provider model).
 ///
 /// A process is listed when the file name of /proc/PID/exe, or /proc/PID/comm (which the kernel

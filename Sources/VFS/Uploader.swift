@@ -6,7 +6,7 @@ import MetadataStore
 import Synchronization
 import SystemPackage
 
-/// Replays the journal to the remote (DESIGN §4).
+/// Replays the journal to the remote (ARCHITECTURE §4).
 ///
 /// It reads the pending entries in journal order and starts those that may run, up to the upload
 /// depth at once: a change waits while its file is open for writing, while its parent has no

@@ -7,7 +7,7 @@ public struct VFSConfiguration: Sendable {
     /// How long the kernel may remember that a name does not exist in a listed directory.
     public var negativeTimeout: Duration = .seconds(60)
     /// The bound on waiting for the remote: a call that makes no progress for this long fails
-    /// with EHOSTDOWN (DESIGN §6).
+    /// with EHOSTDOWN (ARCHITECTURE §6).
     public var remoteTimeout: Duration = .seconds(30)
     /// The alignment of partial fetches and of the cache's block map: a power of two from 4 KiB
     /// to 64 MiB.
@@ -30,7 +30,7 @@ public struct VFSConfiguration: Sendable {
     /// Clean, unpinned, unopened contents beyond it are evicted, least recently used first.
     public var cacheSize: UInt64?
     /// Whether the mount asks the remote for its changes: at start, every `pollInterval` (never
-    /// when nil) and on `fpfs signal` (DESIGN §5).
+    /// when nil) and on `fpfs signal` (ARCHITECTURE §5).
     public var replicatesChanges = true
     public var pollInterval: Duration? = .seconds(30)
     /// Called after every change round, whatever its outcome. A round may have read the whole
@@ -68,7 +68,7 @@ public struct VFSConfiguration: Sendable {
     /// finds the daemon from the mountpoint alone.
     public var controlSocketPath: String?
 
-    /// The common Linux indexers and thumbnailers (DESIGN §3).
+    /// The common Linux indexers and thumbnailers (ARCHITECTURE §3).
     public static var defaultNonMaterializingProcesses: Set<String> { ProcessGate.defaultNames }
 
     public init() {}

@@ -3,7 +3,7 @@ import Foundation
 
 /// Stands in for a remote that cannot be reached at mount time when the cache already holds its
 /// state: the mount serves what is local, and everything that needs the remote fails at once with
-/// `serverUnreachable` (EHOSTDOWN), as DESIGN §5 asks of offline mounts.
+/// `serverUnreachable` (EHOSTDOWN), as ARCHITECTURE §5 asks of offline mounts.
 struct OfflineProvider: FileProvider {
     let reason: String
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 extension MountTests {
-    /// Readers of the same cloud file share one download (DESIGN §3: readers of the same bytes wait
+    /// Readers of the same cloud file share one download (ARCHITECTURE §3: readers of the same bytes wait
     /// on one fetch).
     @Suite("Concurrent readers share one fetch")
     struct ConcurrentReadTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 extension MountTests {
-    /// A provider that throws or hangs gives the reader the errno of DESIGN §6 within the bound,
+    /// A provider that throws or hangs gives the reader the errno of ARCHITECTURE §6 within the bound,
     /// never a hung tool, and the daemon keeps serving the other files meanwhile and afterwards.
     @Suite("Provider faults reach readers as errno")
     struct FaultTests {

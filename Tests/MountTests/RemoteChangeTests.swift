@@ -9,7 +9,7 @@ import Testing
 extension MountTests {
     /// Issue 7, part 1, through the real binary: changes made on the remote (in its folder, behind
     /// the server's back) show in the mount after `fpfs signal`, after a poll, and after a remount,
-    /// although the kernel may cache names and attributes for a minute (DESIGN §5).
+    /// although the kernel may cache names and attributes for a minute (ARCHITECTURE §5).
     @Suite("Changes made on the remote")
     struct RemoteChangeTests {
         static let kinds: [WritableRemote.Kind] = [.folder, .apache, .nextcloud]

@@ -7,7 +7,7 @@ import Testing
 import VFS
 
 /// The remote's changes against local work, in-process: local changes are never overwritten by
-/// the remote's, and an expired anchor is a full comparison, not an error (DESIGN §5).
+/// the remote's, and an expired anchor is a full comparison, not an error (ARCHITECTURE §5).
 @Suite("VFS remote changes")
 struct RemoteChangeTests {
     /// Opens `inode` for writing and writes `text`, leaving the handle open (so no upload starts).
