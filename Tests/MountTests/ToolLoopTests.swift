@@ -19,7 +19,6 @@ extension MountTests {
         /// issues until `FPFS_CHECK_STRICT=1` (or until the item is fixed and the tool leaves this list).
         static let knownIssues: [Tool: String] = [
             .git: "item 1: a read of a pack just written fails with EINVAL (1 iteration in 20 here)",
-            .tarCreate: "item 4: tar -S archives files not downloaded yet as zeros",
             .copy: "new, item 6's kind: a remote round racing uploads made spurious conflict copies (1 in 20, Apache)",
         ]
 
