@@ -210,11 +210,12 @@ struct Remote: Sendable {
     /// The longest `delay` of a file:// URL: an hour per request is slow enough for any test.
     static let longestDelay = Duration.seconds(3600)
 
-    /// "300ms", "2s", "1.5s" or a bare number of milliseconds, from 0 to `longestDelay`; anything
+    /// "300ms", "2s", "1.5s" or a bare number of milliseconds, from 0 to `longest`; anything
     /// else (negative, 1e300s, inf, nan) throws a message naming the option and its range.
-    static func parseDuration(_ text: String) throws -> Duration {
+    /// `longest` is `longestDelay` for a file:// delay, a day for `--unmount-wait`.
+    static func parseDuration(_ text: String, longest longestDuration: Duration = longestDelay) throws -> Duration {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1)]
-        let range = "from 0 to \(longestDelay.components.seconds)s (examples: 300ms, 2s)"
+        let range = "from 0 to \(longestDuration.components.seconds)s (examples: 300ms, 2s)"
         guard !text.hasPrefix("-") else { throw CommandFailure("delay must not be negative: '\(text)'") }
         var seconds: Double?
         if let value = Int64(text) {
@@ -222,7 +223,7 @@ struct Remote: Sendable {
         } else if let (suffix, scale) = units.first(where: { text.hasSuffix($0.0) }) {
             seconds = Double(text.dropLast(suffix.count)).map { $0 * scale }
         }
-        let longest = Double(longestDelay.components.seconds)
+        let longest = Double(longestDuration.components.seconds)
         guard let seconds, seconds >= 0, seconds <= longest else {
             throw CommandFailure("delay must be a duration \(range), not '\(text)'")
         }

@@ -20,7 +20,7 @@ struct UnmountWait {
             guard (0...86400).contains(seconds) else { throw CommandFailure(message) }
             duration = .seconds(seconds)
         } else {
-            guard let parsed = try? Remote.parseDuration(text) else { throw CommandFailure(message) }
+            guard let parsed = try? Remote.parseDuration(text, longest: longest) else { throw CommandFailure(message) }
             duration = parsed
         }
         guard duration <= longest else { throw CommandFailure(message) }
