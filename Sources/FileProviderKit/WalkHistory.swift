@@ -114,10 +114,14 @@ public final class WalkHistory: Sendable {
     }
 
     /// The changes from snapshot `from` to `target`, which comes after the snapshots up to
-    /// `through`. Deletions first, children before their folders, then the tombstones of every
-    /// snapshot after `from`; then creations and updates, folders before their children — the
-    /// order in which the engine can apply them one by one. Throws `syncAnchorExpired` when a
-    /// snapshot it needs is gone. Blocks.
+    /// `through`. Deletions first, children before their folders, then the tombstones and the
+    /// items of every snapshot after `from`; then creations and updates, folders before their
+    /// children — the order in which the engine can apply them one by one. Throws
+    /// `syncAnchorExpired` when a snapshot it needs is gone. Blocks.
+    ///
+    /// An item that only a snapshot between the two had may have been handed out by a listing
+    /// that snapshot answered: it is reported deleted too (a deletion of an item the engine never
+    /// learned costs nothing; a missed one leaves a file the remote no longer has).
     private static func changes(
         from: Int, through: Int, to target: SnapshotStore.Snapshot, in snapshots: SnapshotStore
     ) throws -> [Change] {
@@ -125,7 +129,7 @@ public final class WalkHistory: Sendable {
         var tombstones = target.tombstones
         for sequence in stride(from: from + 1, through: through, by: 1) {
             guard let between = snapshots.load(sequence) else { throw ProviderError.syncAnchorExpired }
-            tombstones += between.tombstones
+            tombstones += between.tombstones + between.items.reversed().map(\.identifier)
         }
         let after = target.items
         let previous = Dictionary(before.map { ($0.identifier, $0) }, uniquingKeysWith: { first, _ in first })

@@ -12,7 +12,7 @@ extension LocalProvider {
     {
         try template.filename.validate()
         let source = contents.map { Array($0.path(percentEncoded: false).utf8) }
-        return try await request { tree in
+        let created = try await request { tree in
             let parent = try tree.locate(template.parentIdentifier)
             guard parent.status.kind == .directory else {
                 throw ProviderError.cannotSynchronize(reason: "\(parent.path) is not a folder")
@@ -37,6 +37,9 @@ extension LocalProvider {
             }
             return try tree.item(at: path)
         }
+        // The engine knows the item now: a walk that no longer finds it reports it deleted.
+        history.noteHandedOut([created.identifier])
+        return created
     }
 
     /// Applies a change in place — contents, permissions, a rename or move, the modification
@@ -49,7 +52,7 @@ extension LocalProvider {
     ) async throws -> Item {
         if changedFields.contains(.filename) { try item.filename.validate() }
         let source = contents.map { Array($0.path(percentEncoded: false).utf8) }
-        return try await request { tree in
+        let modified = try await request { tree in
             let located = try tree.locate(item.identifier)
             let current = try tree.item(at: located.path)
             // Only new contents can conflict: a folder's version moves with its children, and
@@ -98,6 +101,8 @@ extension LocalProvider {
             }
             return try tree.item(at: path)
         }
+        history.noteHandedOut([modified.identifier])
+        return modified
     }
 
     /// Deletes an item — a folder with everything in it only with `.recursive` — or moves it to the

@@ -80,6 +80,24 @@ import Testing
         #expect(!batch.moreComing)
     }
 
+    /// An item that appeared after the anchor and was listed (a snapshot of its own) before it
+    /// went is reported deleted: the engine may hold it from that listing. The checker's bug B:
+    /// a file created through the mount and deleted on the remote stayed in the mount.
+    @Test func anItemListedBetweenTwoRoundsAndGoneIsReportedDeleted() async throws {
+        let items = Self.items(4)
+        let tree = Tree(items)
+        let history = try WalkHistory(directory: nil)
+        let anchor = try await history.currentSyncAnchor(walk: tree.walk)
+        let appeared = Self.item(9)
+        tree.items.withLock { $0 = items + [appeared] }
+        _ = try await history.currentSyncAnchor(walk: tree.walk)
+        tree.items.withLock { $0 = items }
+
+        let batch = try await history.enumerateChanges(from: anchor, suggestedPageSize: 100, walk: tree.walk)
+        #expect(batch.deleted == [appeared.identifier])
+        #expect(batch.updated.isEmpty)
+    }
+
     @Test func snapshotsOfTheEarlierJSONFormGoWithTheAnchorsNamingThem() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
