@@ -187,8 +187,10 @@ extension FileSystem {
                 opening = passthrough.settle(inode: record.inode, opening, candidate: .local(local))
             }
             let writesThroughKernel = isWritable && opening.passesThrough
-            // Journalled here when the kernel writes: the daemon sees none of the writes.
-            if truncating, try await local.size() > 0 || writesThroughKernel {
+            // Journalled here when the kernel writes: the daemon sees none of the writes. A local
+            // content made for the truncation starts empty while the item still has the remote's
+            // size: that too is a change, even if no write follows (`: > f`).
+            if truncating, try await local.size() > 0 || record.item.size > 0 || writesThroughKernel {
                 try await local.truncate(to: 0)
                 try await saveChange(of: record.inode, fields: [.contents, .contentModificationDate]) {
                     $0.size = 0
