@@ -148,10 +148,18 @@ struct Remote: Sendable {
     }
 
     /// A provider for this remote, keeping its own state in `stateDirectory` and keeping up to
-    /// `connections` requests in flight; an `OfflineProvider` when the remote cannot be reached.
-    /// With `links`, a WebDAV remote keeps symlinks as marker files (a folder holds them anyway).
+    /// `connections` requests in flight; a `ReconnectingProvider` when the remote cannot be reached
+    /// yet. With `links`, a WebDAV remote keeps symlinks as marker files (a folder holds them anyway).
     func makeProvider(stateDirectory: URL, connections: Int, links: Bool) throws -> any FileProvider {
-        if let reason = try unreachableReason() { return OfflineProvider(reason: reason) }
+        guard try unreachableReason() == nil else {
+            return ReconnectingProvider(reachability: { try self.unreachableReason() }) {
+                try self.reachableProvider(stateDirectory: stateDirectory, connections: connections, links: links)
+            }
+        }
+        return try reachableProvider(stateDirectory: stateDirectory, connections: connections, links: links)
+    }
+
+    private func reachableProvider(stateDirectory: URL, connections: Int, links: Bool) throws -> any FileProvider {
         switch kind {
         case .folder(let path, let delay, let bandwidth):
             var options = LocalProvider.Options()

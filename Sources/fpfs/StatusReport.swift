@@ -50,7 +50,8 @@ struct StatusReport: Codable {
         self.remote = context.remote
         self.mountpoint = context.mountpoint
         self.cacheDirectory = context.cacheDirectory
-        self.offline = context.offline
+        // A mount that started offline stays so until a round of remote changes gets an answer.
+        self.offline = context.offline && (statistics.replication.rounds == 0 || statistics.replication.lastError != nil)
         self.pipelineDepth = context.pipelineDepth
         self.blockSize = context.blockSize
         self.fetches = statistics.fetches

@@ -11,13 +11,10 @@ extension MountTests {
         /// The short run's seeds, each a sequence of `shortOperations` steps on a folder remote.
         static let seeds: [UInt64] = [1, 4, 7, 2, 3, 9]
         static let shortOperations = 60
-        /// Seeds that still fail, with what each meets (3 and 9, swaps, pass since the uploader's
-        /// fixes); they run as known issues until `FPFS_CHECK_STRICT=1`. A seed leaves this list
-        /// once its bug is fixed.
-        static let knownIssues: [UInt64: String] = [
-            2: "new: a folder remote missing when a mount started is never reached by it again (DECISIONS 214)",
-            4: "new, item 9's kind: after a remote update, open(O_TRUNC) + close leaves stat at the old size",
-        ]
+        /// Seeds that still fail, with what each meets; they run as known issues until
+        /// `FPFS_CHECK_STRICT=1`. A seed leaves this list once its bug is fixed (3 and 9, swaps,
+        /// by DECISIONS 171; 2 by 271; 4 by 273).
+        static let knownIssues: [UInt64: String] = [:]
 
         static var environment: [String: String] { ProcessInfo.processInfo.environment }
 

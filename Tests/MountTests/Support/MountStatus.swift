@@ -29,6 +29,8 @@ struct MountStatus: Decodable, Sendable {
     }
 
     var pid: Int32
+    /// The mount serves what is local: the remote could not be reached at start, nor since.
+    var offline: Bool
     var fetches: Fetches
     var reads: Reads
     var uploads: Uploads

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension MountTests {
+    /// Bugs the operation checker found (issue 51), each as the shortest sequence that showed it,
+    /// through the real mount.
+    @Suite("What the operation checker found")
+    struct CheckerFindingsTests {
+        static func signal(_ mount: TestMount) async throws -> String {
+            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check().stdout
+        }
+
+        /// Bug B: a file created through the mount, deleted on the remote after a listing had
+        /// seen it, stayed in the mount ("0 changes"): the folder remote never noted its own
+        /// creations, and a walk compared only with the anchor's snapshot, not the listings'
+        /// snapshots since (DECISIONS 270).
+        @Test("a remote deletion of a file created through the mount reaches the mount", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func remoteDeletionOfALocalCreation(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(kind, files: ["kept.txt": "kept\n"], options: ["--poll-interval", "0"]) {
+                remote, mount in
+                _ = try await Self.signal(mount)
+                try Data("hi\n".utf8).write(to: URL(fileURLWithPath: mount.path("c")))
+                try await mount.sync()
+                #expect(try String(contentsOfFile: remote.folder + "/c", encoding: .utf8) == "hi\n")
+                _ = try FileManager.default.contentsOfDirectory(atPath: mount.mountpoint)
+                try FileManager.default.removeItem(atPath: remote.folder + "/c")
+                _ = try await Self.signal(mount)
+                #expect(!FileManager.default.fileExists(atPath: mount.path("c")), "c is still in the mount")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: mount.mountpoint) == ["kept.txt"])
+            }
+        }
+
+        /// Bug D: `: > f` (open with O_TRUNC, no write) of a file whose bytes are only on the
+        /// remote, after a remote update or never read, left the old size and sent nothing.
+        @Test("open(O_TRUNC) without a write empties a file on both sides", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func truncationWithoutAWrite(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(
+                kind, files: ["updated.txt": "first\n", "cloud.txt": "never read\n"], options: ["--poll-interval", "0"]
+            ) { remote, mount in
+                #expect(try String(contentsOfFile: mount.path("updated.txt"), encoding: .utf8) == "first\n")
+                try Data("the remote's second version\n".utf8).write(
+                    to: URL(fileURLWithPath: remote.folder + "/updated.txt"))
+                _ = try await Self.signal(mount)
+                #expect(try FileManager.default.attributesOfItem(atPath: mount.path("updated.txt"))[.size] as? Int == 28)
+                for name in ["updated.txt", "cloud.txt"] {
+                    let handle = open(mount.path(name), O_WRONLY | O_TRUNC | O_CLOEXEC)
+                    try #require(handle >= 0)
+                    close(handle)
+                    #expect(try FileManager.default.attributesOfItem(atPath: mount.path(name))[.size] as? Int == 0)
+                }
+                try await mount.sync()
+                for name in ["updated.txt", "cloud.txt"] {
+                    let size = try FileManager.default.attributesOfItem(atPath: remote.folder + "/" + name)[.size]
+                    #expect(size as? Int == 0, "\(name) on the remote")
+                }
+            }
+        }
+
+        /// Bug A: a mount started while its folder remote was missing (a disk not mounted yet)
+        /// served what was local, but never reached the folder once it was back: every round and
+        /// upload kept failing with "the remote folder … does not exist" until a remount.
+        @Test("a mount started without its folder remote reaches it once it is back")
+        func folderRemoteBackAfterAnOfflineStart() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("before.txt", "before\n")
+            let remote = try await WritableRemote.start(.folder, in: scratch)
+            defer { remote.stop() }
+            let options = ["--poll-interval", "0"]
+            do {
+                let mount = try await TestMount.start(remote: remote.argument, in: scratch, options: options)
+                defer { mount.unmount() }
+                #expect(try FileManager.default.contentsOfDirectory(atPath: mount.mountpoint) == ["before.txt"])
+            }
+            try remote.goAway()
+            let mount = try await TestMount.start(remote: remote.argument, in: scratch, options: options)
+            defer { mount.unmount() }
+            #expect(try await mount.status().offline)
+            try Data("written offline\n".utf8).write(to: URL(fileURLWithPath: mount.path("offline.txt")))
+            try await remote.comeBack()
+            try scratch.writeRemote("meanwhile.txt", "meanwhile\n")
+
+            _ = try await Self.signal(mount)
+            try await mount.sync()
+            #expect(try String(contentsOfFile: remote.folder + "/offline.txt", encoding: .utf8) == "written offline\n")
+            #expect(try String(contentsOfFile: mount.path("meanwhile.txt"), encoding: .utf8) == "meanwhile\n")
+            #expect(try await mount.status().offline == false)
+        }
+    }
+}
