@@ -241,7 +241,8 @@ extension MetadataStore {
     public func completeCreation(
         inode: UInt64, localIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = []
     ) async throws -> Bool {
-        try await write { db in
+        try await write { [ownWrites] db in
+            ownWrites.note([remote.identifier])
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
@@ -266,7 +267,8 @@ extension MetadataStore {
     public func completeModification(
         inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = []
     ) async throws {
-        try await write { db in
+        try await write { [ownWrites] db in
+            ownWrites.note([previousIdentifier, remote.identifier])
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
@@ -355,7 +357,8 @@ extension MetadataStore {
     }
 
     public func completeDeletion(identifier: ItemIdentifier, sequence: Int64) async throws {
-        try await write { db in
+        try await write { [ownWrites] db in
+            ownWrites.note([identifier])
             try db.cachedStatement(sql: "DELETE FROM pendingDeletion WHERE identifier = ? AND sequence = ?").execute(
                 arguments: [identifier.rawValue, sequence])
         }

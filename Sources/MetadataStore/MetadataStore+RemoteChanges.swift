@@ -28,6 +28,9 @@ public struct RemoteChangeOutcome: Sendable {
     public var keptLocal = 0
     /// Folders to list again: a remote item waits there for a local one to leave its name.
     public var foldersToList: [ItemIdentifier] = []
+    /// Items left alone because this mount's uploads changed them after the round's mark: what
+    /// the remote said of them may be older than what the store holds. Ask the remote again.
+    public var raced: [ItemIdentifier] = []
 
     public init() {}
 
@@ -45,19 +48,35 @@ extension MetadataStore {
     /// - Items with pending changes, or deleted here and not yet on the remote, are left alone. A
     ///   deletion of a folder holding local work keeps that work and the folders above it, journalled
     ///   as creations, so that nothing written here is lost.
+    /// - With a `mark` (`ownWritesMark`, taken before the remote was asked), items this mount's
+    ///   uploads changed since are left alone and listed in `raced`: the remote's answer may
+    ///   predate the upload (DECISIONS 270).
     /// - `releaseLocalContent(inode)` is asked before a file whose content lives in the local
     ///   folder takes a new remote version; false (a writer has it open) leaves the item alone.
     public func applyRemoteChanges(
-        updated: [Item], deleted: [ItemIdentifier], releaseLocalContent: @escaping @Sendable (UInt64) -> Bool
+        updated: [Item], deleted: [ItemIdentifier], since mark: UInt64? = nil,
+        releaseLocalContent: @escaping @Sendable (UInt64) -> Bool
     ) async throws -> RemoteChangeOutcome {
-        try await write { db in
+        try await write { [ownWrites] db in
             var outcome = RemoteChangeOutcome()
+            let wroteHere: (ItemIdentifier) -> Bool = { identifier in
+                mark.map { ownWrites.wrote(identifier, since: $0) } ?? false
+            }
             for identifier in deleted {
+                if wroteHere(identifier) {
+                    outcome.raced.append(identifier)
+                    continue
+                }
                 guard let record = try Self.record(identifier, in: db), record.inode != 1 else { continue }
                 try Self.removeRemotely(record, outcome: &outcome, in: db)
             }
             for item in updated where item.identifier != .rootContainer {
-                try Self.applyRemote(item, outcome: &outcome, releaseLocalContent: releaseLocalContent, in: db)
+                if wroteHere(item.identifier) {
+                    outcome.raced.append(item.identifier)
+                    continue
+                }
+                try Self.applyRemote(
+                    item, outcome: &outcome, releaseLocalContent: releaseLocalContent, wroteHere: wroteHere, in: db)
             }
             return outcome
         }
@@ -263,7 +282,8 @@ extension MetadataStore {
     }
 
     private static func applyRemote(
-        _ remote: Item, outcome: inout RemoteChangeOutcome, releaseLocalContent: (UInt64) -> Bool, in db: Database
+        _ remote: Item, outcome: inout RemoteChangeOutcome, releaseLocalContent: (UInt64) -> Bool,
+        wroteHere: (ItemIdentifier) -> Bool, in db: Database
     ) throws {
         let deletedHere = try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM pendingDeletion WHERE identifier = ?"),
@@ -296,7 +316,8 @@ extension MetadataStore {
         }
         if let existing, existing.item.kind != remote.kind {
             try removeRemotely(existing, outcome: &outcome, in: db)
-            return try applyRemote(remote, outcome: &outcome, releaseLocalContent: releaseLocalContent, in: db)
+            return try applyRemote(
+                remote, outcome: &outcome, releaseLocalContent: releaseLocalContent, wroteHere: wroteHere, in: db)
         }
         if let occupant = try ItemRecord.fetchOne(
             db.cachedStatement(
@@ -308,6 +329,11 @@ extension MetadataStore {
             if try pending(occupant.inode, in: db) != nil {
                 outcome.keptLocal += 1
                 outcome.foldersToList.append(remote.parentIdentifier)
+                return
+            }
+            // The name is the occupant's since an upload of ours: the remote's claim may be older.
+            if wroteHere(occupant.identifier) {
+                outcome.raced.append(remote.identifier)
                 return
             }
             try removeRemotely(occupant, outcome: &outcome, in: db)

@@ -18,6 +18,8 @@ public final class MetadataStore: Sendable {
     /// The database; writes go through `write`, which knows what to do on a full disk.
     let database: any DatabaseWriter
     let itemChanges = ItemChangeCounter()
+    /// What the uploader's writes changed on the remote, for the change rounds (`ownWritesMark`).
+    let ownWrites = OwnWriteLedger()
     /// The FUSE session thread's own read connection (`childNow`, `recordNow`): a read there
     /// neither waits for one of the pool's readers nor hops to another thread. For a store in
     /// memory, its one connection.
@@ -35,6 +37,10 @@ public final class MetadataStore: Sendable {
     public func itemGeneration(unchangedUnder inode: UInt64, since generation: UInt64) -> UInt64? {
         itemChanges.unchangedChildren(of: inode, since: generation)
     }
+
+    /// A mark for a change round about to ask the remote: `applyRemoteChanges(since:)` leaves alone
+    /// the items this mount's uploads changed after it (see `OwnWriteLedger`). One round at a time.
+    public func ownWritesMark() -> UInt64 { ownWrites.mark() }
 
     /// Opens (creating if needed) the store in `file`.
     public init(file: URL) throws {

@@ -132,7 +132,10 @@ final class ChangeReplicator: Sendable {
         if state.withLock({ $0.unsupported }) { throw ProviderError.featureUnsupported }
         defer { configuration.changeRoundEnded?() }
         do {
-            let applied = try await changesSinceAnchor()
+            // Before the remote is asked: what it answers may predate uploads that end meanwhile.
+            var sweep = RoundSweep(mark: store.ownWritesMark())
+            var applied = try await changesSinceAnchor(&sweep)
+            applied += try await askAgain(sweep.raced)
             statistics.update {
                 $0.replication.rounds += 1
                 $0.replication.changes += applied
@@ -157,12 +160,19 @@ final class ChangeReplicator: Sendable {
         }
     }
 
-    private func changesSinceAnchor() async throws -> Int {
+    /// What a round carries from batch to batch: its mark (none: nothing is left alone), and the
+    /// items it left alone for it.
+    private struct RoundSweep {
+        let mark: UInt64?
+        var raced: [ItemIdentifier] = []
+    }
+
+    private func changesSinceAnchor(_ sweep: inout RoundSweep) async throws -> Int {
         let provider = self.provider
         let enumerator = try await Deadline.run(limit: configuration.remoteTimeout) {
             try await provider.enumerator(for: .workingSet)
         }
-        guard var anchor = try await savedAnchor() else { return try await compareEverything(enumerator) }
+        guard var anchor = try await savedAnchor() else { return try await compareEverything(enumerator, &sweep) }
         var applied = 0
         let pageSize = configuration.suggestedPageSize
         while true {
@@ -174,9 +184,9 @@ final class ChangeReplicator: Sendable {
                 }
             } catch ProviderError.syncAnchorExpired {
                 logger.notice("the remote no longer knows the saved anchor; comparing everything")
-                return applied + (try await compareEverything(enumerator))
+                return applied + (try await compareEverything(enumerator, &sweep))
             }
-            applied += try await apply(updated: batch.updated, deleted: batch.deleted)
+            applied += try await apply(updated: batch.updated, deleted: batch.deleted, sweep: &sweep)
             anchor = batch.nextAnchor
             try await save(anchor)
             if !batch.moreComing { return applied }
@@ -186,7 +196,7 @@ final class ChangeReplicator: Sendable {
     /// Lists the whole working set and applies the difference to what the store knows. The anchor
     /// is taken first, so a change made while the listing runs is reported again next round rather
     /// than missed. This is also a first mount's first round (DECISIONS 71).
-    private func compareEverything(_ enumerator: any ItemEnumerator) async throws -> Int {
+    private func compareEverything(_ enumerator: any ItemEnumerator, _ sweep: inout RoundSweep) async throws -> Int {
         guard
             let anchor = try await Deadline.run(limit: enumerationLimit, { try await enumerator.currentSyncAnchor() })
         else { throw ProviderError.featureUnsupported }
@@ -219,9 +229,10 @@ final class ChangeReplicator: Sendable {
         let listed = try await store.listedDirectories().union([.rootContainer])
         let relevant = remote.filter { known.contains($0.identifier) || listed.contains($0.parentIdentifier) }
         let gone = known.subtracting(remote.map(\.identifier)).subtracting([.rootContainer])
-        var applied = try await apply(updated: [], deleted: Array(gone))
+        var applied = try await apply(updated: [], deleted: Array(gone), sweep: &sweep)
         for start in stride(from: 0, to: relevant.count, by: 1000) {
-            applied += try await apply(updated: Array(relevant[start..<min(start + 1000, relevant.count)]), deleted: [])
+            applied += try await apply(
+                updated: Array(relevant[start..<min(start + 1000, relevant.count)]), deleted: [], sweep: &sweep)
         }
         try await save(anchor)
         return applied
@@ -248,15 +259,43 @@ final class ChangeReplicator: Sendable {
 
     // MARK: Applying
 
-    /// Applies one batch to the store, then to the caches and the kernel; returns how many items
-    /// changed in the mount.
     /// Applies a deletion the uploader met (a change of an item the remote no longer has) as a
     /// round that saw it would: local work is kept and created anew, the rest leaves the mount.
     func applyRemoteDeletion(_ identifier: ItemIdentifier) async throws {
-        _ = try await apply(updated: [], deleted: [identifier])
+        var sweep = RoundSweep(mark: nil)
+        _ = try await apply(updated: [], deleted: [identifier], sweep: &sweep)
     }
 
-    private func apply(updated: [Item], deleted: [ItemIdentifier]) async throws -> Int {
+    /// Asks the remote once more for the items a round left alone because an upload of ours ended
+    /// after the round's mark, and applies its answer: the item as it is now, or its deletion. Such
+    /// a round's own answer cannot be trusted for them, and the next round may not report them
+    /// (its walk can equal this round's). Items raced again keep the store's version: an upload
+    /// ended after this question too, and what it wrote is the newest the mount knows.
+    private func askAgain(_ identifiers: [ItemIdentifier]) async throws -> Int {
+        guard !identifiers.isEmpty else { return 0 }
+        var sweep = RoundSweep(mark: store.ownWritesMark())
+        var updated: [Item] = []
+        var deleted: [ItemIdentifier] = []
+        let provider = self.provider
+        for identifier in Set(identifiers) {
+            do {
+                updated.append(
+                    try await Deadline.run(limit: configuration.remoteTimeout) { try await provider.item(for: identifier) })
+            } catch ProviderError.noSuchItem {
+                deleted.append(identifier)
+            }
+        }
+        let applied = try await apply(updated: updated, deleted: deleted, sweep: &sweep)
+        if !sweep.raced.isEmpty {
+            logger.debug("\(sweep.raced.count) items changed by uploads while the remote was asked again; kept as uploaded")
+        }
+        return applied
+    }
+
+    /// Applies one batch to the store, then to the caches and the kernel; returns how many items
+    /// changed in the mount. With a sweep, items uploads changed since its mark are left alone
+    /// and added to it.
+    private func apply(updated: [Item], deleted: [ItemIdentifier], sweep: inout RoundSweep) async throws -> Int {
         let updated = updated.filter { item in
             guard let reason = item.unshowableReason else { return true }
             logger.warning("skipping the remote's change of \(item.filename): \(reason)")
@@ -267,7 +306,7 @@ final class ChangeReplicator: Sendable {
         let localFiles = self.localFiles
         let outcome: RemoteChangeOutcome
         do {
-            outcome = try await store.applyRemoteChanges(updated: updated, deleted: deleted) { inode in
+            outcome = try await store.applyRemoteChanges(updated: updated, deleted: deleted, since: sweep.mark) { inode in
                 guard localFiles.release(inode) else { return false }
                 released.withLock { $0.append(inode) }
                 return true
@@ -276,6 +315,7 @@ final class ChangeReplicator: Sendable {
             localFiles.restore(released.withLock { $0 })
             throw error
         }
+        sweep.raced += outcome.raced
         for inode in outcome.releasedLocalContent { await localFiles.remove(inode) }
         for record in outcome.removed where record.item.kind == .file {
             await cache.discard(record.identifier)
