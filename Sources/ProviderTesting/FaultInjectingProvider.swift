@@ -39,17 +39,19 @@ public struct FaultInjectingProvider<Inner: FileProvider>: FileProvider {
         async throws -> Item
     {
         _ = try await intercept(.create, template.identifier, filenames: [template.filename])
-        return try await learned(
-            inner.createItem(basedOn: template, fields: fields, contents: contents, options: options))
+        let created = try await inner.createItem(basedOn: template, fields: fields, contents: contents, options: options)
+        _ = try await intercept(.create, template.identifier, filenames: [template.filename], afterCall: true)
+        return learned(created)
     }
 
     public func modifyItem(
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyItemOptions
     ) async throws -> Item {
         _ = try await intercept(.modify, item.identifier, filenames: [item.filename])
-        return try await learned(
-            inner.modifyItem(
-                item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options))
+        let modified = try await inner.modifyItem(
+            item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
+        _ = try await intercept(.modify, item.identifier, filenames: [item.filename], afterCall: true)
+        return learned(modified)
     }
 
     public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteItemOptions)
@@ -57,15 +59,17 @@ public struct FaultInjectingProvider<Inner: FileProvider>: FileProvider {
     {
         _ = try await intercept(.delete, identifier)
         try await inner.deleteItem(identifier: identifier, baseVersion: baseVersion, options: options)
+        _ = try await intercept(.delete, identifier, afterCall: true)
     }
 
     public func invalidate() async { await inner.invalidate() }
 
     /// Runs the injector's rules for a call, looking the item's name up in `inner` if a rule needs it.
-    func intercept(_ operation: FaultRule.Operation, _ identifier: ItemIdentifier, filenames: [Filename] = [])
-        async throws -> FaultInjector.ContentFaults
-    {
-        try await injector.intercept(operation, identifier: identifier, filenames: filenames) {
+    func intercept(
+        _ operation: FaultRule.Operation, _ identifier: ItemIdentifier, filenames: [Filename] = [],
+        afterCall: Bool = false
+    ) async throws -> FaultInjector.ContentFaults {
+        try await injector.intercept(operation, identifier: identifier, filenames: filenames, afterCall: afterCall) {
             try? await inner.item(for: identifier)
         }
     }

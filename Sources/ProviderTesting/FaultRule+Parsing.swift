@@ -2,7 +2,8 @@ import FileProviderKit
 
 /// The text form of fault rules, for `fpfs mount --inject-faults SPEC`:
 /// `SPEC = RULE(;RULE)*`, `RULE = EFFECT:OPERATION[:FILENAME]`, where EFFECT is `hang`,
-/// `error=NAME` (a `ProviderError` case name), `delay=MILLISECONDS`, `short=BYTES` or `corrupt`.
+/// `error=NAME` (a `ProviderError` case name), `delay=MILLISECONDS`, `short=BYTES`, `corrupt` or
+/// `hang-after` (the change is made, its answer never comes).
 /// Example: `hang:fetch:big.bin;error=serverUnreachable:fetch:bad.txt`.
 extension FaultRule {
     /// Parses a whole spec; throws on the first rule that is not valid.
@@ -31,6 +32,7 @@ extension FaultRule {
         switch (name, hasValue) {
         case ("hang", false): effect = .hang
         case ("corrupt", false): effect = .corruptRange
+        case ("hang-after", false): effect = .hangAfterCall
         case ("error", true):
             guard let error = Self.providerErrors[value] else { throw refuse("unknown error \"\(value)\"") }
             effect = .error(error)

@@ -17,6 +17,10 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
         case shortContent(bytes: UInt64)
         /// A partial fetch reports a retrieved range one byte off from what it wrote.
         case corruptRange
+        /// The call goes ahead and the inner provider makes the change, then the answer never
+        /// comes, as with `hang`: a remote that applied a write whose answer was lost (a daemon
+        /// killed just after an upload's bytes left).
+        case hangAfterCall
     }
 
     /// Which provider calls a rule applies to.
@@ -82,6 +86,7 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
             case .delay(let duration): "delay=\(duration)"
             case .shortContent(let bytes): "short=\(bytes)"
             case .corruptRange: "corrupt"
+            case .hangAfterCall: "hang-after"
             }
         let target =
             switch self.target {

@@ -167,6 +167,20 @@ import Testing
         try await provider.deleteItem(identifier: created.identifier, baseVersion: nil, options: [])
     }
 
+    /// `hang-after`: the remote makes the change, and the answer hangs until the rule goes.
+    @Test func hangAfterCallMakesTheChangeAndHoldsTheAnswer() async throws {
+        let rule = injector.add(try FaultRule(parsing: "hang-after:create:late.txt"))
+        var template = good
+        template.filename = "late.txt"
+        let call = Task { try await provider.createItem(basedOn: template, fields: [], contents: nil, options: []) }
+        while injector.hangingCalls == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let listed = try await remote.enumerator(for: good.parentIdentifier).enumerateItems(
+            startingAt: .initial, suggestedPageSize: 100)
+        #expect(listed.items.contains { $0.filename == "late.txt" }, "the change was not made before the hang")
+        injector.remove(rule)
+        #expect(try await call.value.filename == "late.txt")
+    }
+
     @Test func capabilitiesSurviveWrapping() {
         let wrapped: any FileProvider = injector.wrap(remote)
         #expect(wrapped is any PartialContentFetching)
