@@ -8,23 +8,23 @@ import Synchronization
 /// asks of offline mounts), and the first call that finds the remote back makes the real provider
 /// and goes on with it. A start without the remote was final before: that mount never reached the
 /// folder again, even once it was back (DECISIONS 271).
-final class ReconnectingProvider: FileProvider {
+///
+/// It has the optional capabilities of the provider it makes (partial fetches, features), which
+/// the engine looks for with `as?` once, at start.
+final class ReconnectingProvider<Remote: FileProvider>: FileProvider {
     /// Why the remote cannot be reached now (nil: it can), and the real provider for it.
     private let reachability: @Sendable () throws -> String?
-    private let connect: @Sendable () throws -> any FileProvider
-    private let connected = Mutex<(any FileProvider)?>(nil)
+    private let connect: @Sendable () throws -> Remote
+    private let connected = Mutex<Remote?>(nil)
 
-    init(
-        reachability: @escaping @Sendable () throws -> String?,
-        connect: @escaping @Sendable () throws -> any FileProvider
-    ) {
+    init(reachability: @escaping @Sendable () throws -> String?, connect: @escaping @Sendable () throws -> Remote) {
         self.reachability = reachability
         self.connect = connect
     }
 
     /// The real provider, made by the first call that finds the remote reachable. Blocks briefly
     /// (a `stat` of the folder) on the caller's thread, as the folder provider's own calls do.
-    private func provider() throws -> any FileProvider {
+    private func provider() throws -> Remote {
         if let provider = connected.withLock({ $0 }) { return provider }
         if let reason = try reachability() { throw ProviderError.serverUnreachable(reason: reason) }
         return try connected.withLock { connected in
@@ -68,5 +68,26 @@ final class ReconnectingProvider: FileProvider {
 
     func invalidate() async {
         await connected.withLock({ $0 })?.invalidate()
+    }
+}
+
+extension ReconnectingProvider: PartialContentFetching where Remote: PartialContentFetching {
+    func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, minimalRange: Range<UInt64>,
+        aligningTo alignment: UInt64, options: PartialFetchOptions, into sink: any ContentSink
+    ) async throws -> PartialFetchResult {
+        try await provider().fetchPartialContents(
+            for: identifier, version: version, minimalRange: minimalRange, aligningTo: alignment, options: options,
+            into: sink)
+    }
+}
+
+/// Until the remote is reached, every feature, as the engine assumes of a provider that does not
+/// describe its own, and any name.
+extension ReconnectingProvider: FeatureDescribing where Remote: FeatureDescribing {
+    var features: ProviderFeatures { connected.withLock { $0 }?.features ?? .all }
+
+    func reasonItCannotHold(name: Filename, in parent: ItemIdentifier) -> String? {
+        connected.withLock { $0 }?.reasonItCannotHold(name: name, in: parent)
     }
 }

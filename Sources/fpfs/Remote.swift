@@ -148,25 +148,23 @@ struct Remote: Sendable {
     }
 
     /// A provider for this remote, keeping its own state in `stateDirectory` and keeping up to
-    /// `connections` requests in flight; a `ReconnectingProvider` when the remote cannot be reached
-    /// yet. With `links`, a WebDAV remote keeps symlinks as marker files (a folder holds them anyway).
+    /// `connections` requests in flight; for a folder that is missing, a `ReconnectingProvider`
+    /// that makes it once the folder is there. With `links`, a WebDAV remote keeps symlinks as
+    /// marker files (a folder holds them anyway).
     func makeProvider(stateDirectory: URL, connections: Int, links: Bool) throws -> any FileProvider {
-        guard try unreachableReason() == nil else {
-            return ReconnectingProvider(reachability: { try self.unreachableReason() }) {
-                try self.reachableProvider(stateDirectory: stateDirectory, connections: connections, links: links)
-            }
-        }
-        return try reachableProvider(stateDirectory: stateDirectory, connections: connections, links: links)
-    }
-
-    private func reachableProvider(stateDirectory: URL, connections: Int, links: Bool) throws -> any FileProvider {
         switch kind {
         case .folder(let path, let delay, let bandwidth):
-            var options = LocalProvider.Options()
-            options.requestDelay = delay
-            options.bandwidthLimit = bandwidth
-            options.stateDirectory = stateDirectory
-            return try LocalProvider(root: URL(fileURLWithPath: path), options: options)
+            let connect: @Sendable () throws -> LocalProvider = {
+                var options = LocalProvider.Options()
+                options.requestDelay = delay
+                options.bandwidthLimit = bandwidth
+                options.stateDirectory = stateDirectory
+                return try LocalProvider(root: URL(fileURLWithPath: path), options: options)
+            }
+            guard try unreachableReason() == nil else {
+                return ReconnectingProvider(reachability: { try self.unreachableReason() }, connect: connect)
+            }
+            return try connect()
         case .webdav(let url, let user):
             let credentials = try PasswordSource.credentials(
                 user: user, password: password, host: url.host ?? "",
