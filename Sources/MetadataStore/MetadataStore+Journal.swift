@@ -256,6 +256,7 @@ extension MetadataStore {
             ])
             try Self.finishSending(inode: inode, in: db)
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
+            try Self.adoptModificationTime(of: remote, inode: inode, in: db)
             return true
         }
     }
@@ -279,6 +280,7 @@ extension MetadataStore {
             try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
             try Self.finishSending(inode: inode, in: db)
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
+            try Self.adoptModificationTime(of: remote, inode: inode, in: db)
         }
     }
 
@@ -566,6 +568,27 @@ extension MetadataStore {
     /// The item at `inode` takes `remote`'s identifier and version; what pointed at the old
     /// identifier (children, directory state, cached content) follows. With `alias`, the old (local)
     /// identifier keeps resolving to the new one for operations under way.
+    /// The remote's modification time for an item it has just taken a write of, unless a newer
+    /// time waits in the journal: a remote that keeps its own times (WebDAV's getlastmodified is
+    /// the server's clock, in whole seconds) would show it at the next round anyway, as a change
+    /// from the remote that dropped the kernel's caches of a file just written.
+    private static func adoptModificationTime(of remote: Item, inode: UInt64, in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE item SET modificationDate = ? WHERE inode = ? AND NOT EXISTS
+                  (SELECT 1 FROM pendingChange WHERE inode = ? AND (fields & ?) != 0)
+                """
+        ).execute(arguments: [
+            remote.contentModificationDate.nanosecondsSince1970, Int64(inode), Int64(inode),
+            Int64(ItemFields.contentModificationDate.rawValue),
+        ])
+    }
+
+    /// The columns an item takes from the remote's answer to a write of it.
+    private static let remoteIdentityColumns = [
+        "identifier", "contentVersion", "metadataVersion", "creationDate", "capabilities", "userInfo",
+    ]
+
     private static func takeRemoteIdentity(
         of remote: Item, replacing old: ItemIdentifier, inode: UInt64, alias: Bool, in db: Database
     ) throws {
@@ -573,11 +596,16 @@ extension MetadataStore {
         try db.cachedStatement(sql: "DELETE FROM item WHERE identifier = ? AND inode != ?").execute(arguments: [
             remote.identifier.rawValue, Int64(inode),
         ])
+        // What only the remote decides comes with the identity: its birth time, what it allows, and
+        // the provider's own notes. Left as made here, they differed from the next round's listing,
+        // and every creation came back as a remote change (kernel caches dropped for nothing).
+        let remoteValues = Dictionary(uniqueKeysWithValues: zip(ItemRecord.columns, try remote.columnValues()))
         try db.cachedStatement(
-            sql: "UPDATE item SET identifier = ?, contentVersion = ?, metadataVersion = ? WHERE inode = ?"
-        ).execute(arguments: [
-            remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), Int64(inode),
-        ])
+            sql: "UPDATE item SET " + Self.remoteIdentityColumns.map { "\($0) = ?" }.joined(separator: ", ")
+                + " WHERE inode = ?"
+        ).execute(
+            arguments: StatementArguments(
+                values: Self.remoteIdentityColumns.compactMap { remoteValues[$0] } + [Int64(inode).databaseValue]))
         guard remote.identifier != old else { return }
         if alias {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)").execute(

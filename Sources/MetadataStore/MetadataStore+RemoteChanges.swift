@@ -308,6 +308,13 @@ extension MetadataStore {
         // they may differ, they are taken without counting as a change the kernel must hear of.
         var plain = remote
         plain.extendedAttributes = nil
+        // A remote that keeps whole seconds (WebDAV's getlastmodified, S3) lists the time set
+        // here without its fraction: the same time, not a change (every upload came back so).
+        if let existing, remote.contentModificationDate.nanoseconds == 0,
+            remote.contentModificationDate.seconds == existing.item.contentModificationDate.seconds
+        {
+            plain.contentModificationDate = existing.item.contentModificationDate
+        }
         if let existing, existing.item == plain {
             if let attributes = remote.extendedAttributes {
                 try adoptRemoteAttributes(attributes, inode: existing.inode, in: db)
