@@ -21,6 +21,9 @@ struct PinCommand: AsyncParsableCommand {
     @Argument(help: "Files or folders in an fpfs mount.")
     var paths: [String]
 
+    @Flag(help: "Unpin instead (as fpfs unpin): the files already downloading finish, no others start.")
+    var cancel = false
+
     @Option(parsing: .unconditional, help: "How long without progress before giving up (1s to 1 day; e.g. 120, 90s, 5m).")
     var timeout = "120"
 
@@ -28,6 +31,10 @@ struct PinCommand: AsyncParsableCommand {
         do {
             let timeout = try CommandFailure.checkDuration(self.timeout, of: "--timeout", in: 1...86400)
             let targets = try paths.map(MountedPath.init)
+            if cancel {
+                _ = try MountedPath.send("unpin", for: targets)
+                return
+            }
             _ = try MountedPath.send("pin", for: targets)
             try await wait(for: targets, timeout: timeout)
         } catch let failure as CommandFailure {
@@ -118,7 +125,7 @@ struct PinCommand: AsyncParsableCommand {
             fflush(nil)
             var standardError = StandardError()
             print(
-                "fpfs: the pin stays and the daemon goes on downloading in the background (see fpfs status)",
+                "fpfs: the pin stays and the daemon goes on downloading in the background (see fpfs status); 'fpfs pin --cancel PATH' unpins it, and then only the files already downloading finish",
                 to: &standardError)
             Foundation.exit(130)
         }
@@ -130,7 +137,7 @@ struct PinCommand: AsyncParsableCommand {
 /// `fpfs unpin PATH…`: the files stay until eviction needs their room.
 struct UnpinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "unpin", abstract: "Let eviction free files and folders (recursively) again.")
+        commandName: "unpin", abstract: "Let eviction free files and folders (recursively) again; files of them not yet downloading are not downloaded.")
 
     @Argument(help: "Files or folders in an fpfs mount.")
     var paths: [String]

@@ -138,6 +138,49 @@ extension MountTests {
             try await FpfsBinary.command(["unpin", mount.path(name)]).check()
         }
 
+        @Test("pin --cancel (as unpin) lets the files already downloading finish and starts no others")
+        func cancelStopsFurtherFiles() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try FileManager.default.createDirectory(atPath: scratch.remote + "/many", withIntermediateDirectories: true)
+            for index in 0..<16 {
+                try Data(repeating: 1, count: 512 << 10).write(
+                    to: URL(fileURLWithPath: scratch.remote + "/many/f\(index).bin"))
+            }
+            let mount = try await TestMount.start(remote: "file://\(scratch.remote)?bandwidth=1MiB", in: scratch)
+            defer { mount.unmount() }
+            let binary = try FpfsBinary.path()
+            let pid = try ChildProcess.spawn(
+                [binary, "pin", mount.path("many")], stdout: .file("/dev/null"), stderr: .file("/dev/null"))
+            defer {
+                kill(pid, SIGKILL)
+                var status: Int32 = 0
+                waitpid(pid, &status, 0)
+            }
+            try await Task.sleep(for: .seconds(1))
+            try await FpfsBinary.command(["pin", "--cancel", mount.path("many")]).check()
+            func localFiles() async throws -> Int {
+                var count = 0
+                for index in 0..<16 {
+                    let state = try await Command([
+                        "getfattr", "-n", "user.fpfs.state", "--only-values", mount.path("many/f\(index).bin"),
+                    ]).check()
+                    if state.stdout == "local" { count += 1 }
+                }
+                return count
+            }
+            // The files under way finish (4 at a time, 2 s at this rate); then nothing moves.
+            try await Task.sleep(for: .seconds(4))
+            let settled = try await localFiles()
+            try await Task.sleep(for: .seconds(2))
+            let later = try await localFiles()
+            #expect(settled == later, "downloads went on after the cancel: \(settled) then \(later)")
+            #expect(later < 16, "every file was downloaded despite the cancel")
+            let pinned = try await Command(["getfattr", "-n", "user.fpfs.pinned", "--only-values", mount.path("many")])
+                .check()
+            #expect(pinned.stdout == "0")
+        }
+
         /// What a terminal shows of `output`: split at newlines and carriage returns, escape
         /// sequences (erase line, clear screen) removed.
         static func screenLines(_ output: String) -> [String] {
