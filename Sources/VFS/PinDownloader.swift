@@ -108,6 +108,8 @@ final class PinDownloader: Sendable {
                 return firstFailure
             }
         } catch {
+            // Stopped by an unpin (or the unmount): not a failure of the pin.
+            if Task.isCancelled { return nil }
             return "cannot list a pinned folder: \(describe(error))"
         }
     }
@@ -141,6 +143,7 @@ final class PinDownloader: Sendable {
                 0..<item.size, of: content, version: item.version, name: name, priority: .readAhead)
             return nil
         } catch {
+            if Task.isCancelled { return nil }
             return "cannot download \(item.filename): \(describe(error))"
         }
     }

@@ -69,9 +69,23 @@ enum MountHelper {
         return positional + (try translate(options))
     }
 
-    /// mount(8)'s option string split at commas (a value may not hold one).
-    private static func split(_ text: String) -> [String] {
-        text.split(separator: ",").map(String.init).filter { !$0.isEmpty }
+    /// mount(8)'s option string split at commas, except inside double quotes, which mount(8)
+    /// keeps for a value that holds commas (`non_materializing="updatedb,tracker"`); the quotes go.
+    static func split(_ text: String) -> [String] {
+        var options: [String] = []
+        var current = ""
+        var quoted = false
+        for character in text {
+            switch character {
+            case "\"": quoted.toggle()
+            case "," where !quoted:
+                options.append(current)
+                current = ""
+            default: current.append(character)
+            }
+        }
+        options.append(current)
+        return options.filter { !$0.isEmpty }
     }
 
     /// `-o` options as `fpfs mount` options.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CFuse
 import Foundation
 import VFS
 
@@ -81,6 +82,10 @@ struct PinCommand: AsyncParsableCommand {
             if done {
                 if !failures.isEmpty { throw CommandFailure("cannot pin " + failures.joined(separator: "; ")) }
                 guard total.localFiles == total.files else {
+                    if !targets.contains(where: Self.isPinned) {
+                        throw CommandFailure(
+                            "unpinned (fpfs unpin or pin --cancel) with \(total.localFiles) of \(total.files) files local")
+                    }
                     throw CommandFailure(
                         "\(total.files - total.localFiles) pinned files are not local; see fpfs status")
                 }
@@ -95,6 +100,12 @@ struct PinCommand: AsyncParsableCommand {
             }
             try await Task.sleep(for: .milliseconds(isTerminal ? 200 : 250))
         }
+    }
+
+    /// Whether `target` is still pinned (its `user.fpfs.pinned` is 1): an unpin elsewhere ends the wait.
+    private static func isPinned(_ target: MountedPath) -> Bool {
+        var value = [UInt8](repeating: 0, count: 1)
+        return getxattr(target.path, "user.fpfs.pinned", &value, 1) == 1 && value[0] == UInt8(ascii: "1")
     }
 
     /// The progress line, within `width` columns: the bar narrows, then the words shorten.

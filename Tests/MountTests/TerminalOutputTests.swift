@@ -150,12 +150,16 @@ extension MountTests {
             let mount = try await TestMount.start(remote: "file://\(scratch.remote)?bandwidth=1MiB", in: scratch)
             defer { mount.unmount() }
             let binary = try FpfsBinary.path()
+            let errors = scratch.path + "/pin.err"
             let pid = try ChildProcess.spawn(
-                [binary, "pin", mount.path("many")], stdout: .file("/dev/null"), stderr: .file("/dev/null"))
+                [binary, "pin", mount.path("many")], stdout: .file("/dev/null"), stderr: .file(errors))
+            var reaped = false
             defer {
-                kill(pid, SIGKILL)
-                var status: Int32 = 0
-                waitpid(pid, &status, 0)
+                if !reaped {
+                    kill(pid, SIGKILL)
+                    var status: Int32 = 0
+                    waitpid(pid, &status, 0)
+                }
             }
             try await Task.sleep(for: .seconds(1))
             try await FpfsBinary.command(["pin", "--cancel", mount.path("many")]).check()
@@ -179,6 +183,12 @@ extension MountTests {
             let pinned = try await Command(["getfattr", "-n", "user.fpfs.pinned", "--only-values", mount.path("many")])
                 .check()
             #expect(pinned.stdout == "0")
+            // The pin that was waiting says why it ends without everything local.
+            var status: Int32 = 0
+            reaped = waitpid(pid, &status, 0) == pid
+            #expect(reaped && (status >> 8) & 0xff == 1)
+            let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            #expect(said.contains("unpinned (fpfs unpin or pin --cancel) with"), "\(said)")
         }
 
         /// What a terminal shows of `output`: split at newlines and carriage returns, escape
