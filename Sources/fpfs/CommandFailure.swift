@@ -32,7 +32,8 @@ extension CommandFailure {
         }
         let what = "a duration from \(range.lowerBound)s to \(range.upperBound)s (e.g. 30, 500ms, 30s, 1m, 2h)"
         guard !text.hasPrefix("-") else {
-            throw CommandFailure("\(option) must be \(range.lowerBound > 0 ? "positive" : "zero or positive"): \(what), not '\(text)'")
+            throw CommandFailure(
+                "\(option) must be \(range.lowerBound > 0 ? "positive" : "zero or positive"): \(what), not '\(text)'")
         }
         guard let seconds = Units.seconds(text, bare: 1), seconds >= Double(range.lowerBound),
             seconds <= Double(range.upperBound)

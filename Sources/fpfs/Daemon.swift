@@ -47,7 +47,9 @@ struct Daemon {
         let logger = Logger(label: "fpfs")
         let systemd = SystemdNotifier()
         systemd.send("STATUS=mounting \(remote.name) on \(mountpoint)")
-        logger.info("fpfs \(FPFS.version) (commit \(BuildCommit.commit)) mounting \(remote.name) on \(mountpoint), cache \(cacheDirectory.path)")
+        logger.info(
+            "fpfs \(FPFS.version) (commit \(BuildCommit.commit)) mounting \(remote.name) on \(mountpoint), cache \(cacheDirectory.path)"
+        )
         // First and let go of last: while it is held, the socket and pid file are this daemon's.
         let lock = try await CacheLock(directory: cacheDirectory, mountpoint: mountpoint)
         defer { lock.release() }
@@ -128,7 +130,8 @@ struct Daemon {
             remote: remote.name, mountpoint: mountpoint, cacheDirectory: cacheDirectory.path,
             offline: fileSystem.isOffline, pipelineDepth: pipelineDepth, blockSize: blockSize,
             settings: .init(
-                readOnly: isReadOnly, pollInterval: Double(pollInterval.components.seconds)
+                readOnly: isReadOnly,
+                pollInterval: Double(pollInterval.components.seconds)
                     + Double(pollInterval.components.attoseconds) / 1e18, access: access))
         let control = try ControlServer(path: socketPath) { command in
             switch command {

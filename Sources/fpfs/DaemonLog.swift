@@ -37,6 +37,15 @@ enum DaemonLog {
         }
     }
 
+    /// Opens `path` for appending, creating it; throws the message a user sees.
+    static func openAppending(_ path: String) throws -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CommandFailure("cannot open the log file '\(path)': \(String(cString: strerror(errno)))")
+        }
+        return fd
+    }
+
     /// The level from `--log-level`, raised by each `-v` (one: debug, two: trace).
     static func level(named name: Logger.Level?, verbosity: Int) -> Logger.Level {
         switch verbosity {
@@ -74,10 +83,7 @@ final class RotatingFile: Sendable {
     }
 
     private static func open(_ path: String) throws {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw CommandFailure("cannot open the log file '\(path)': \(String(cString: strerror(errno)))")
-        }
+        let fd = try DaemonLog.openAppending(path)
         dup2(fd, STDOUT_FILENO)
         dup2(fd, STDERR_FILENO)
         close(fd)

@@ -23,7 +23,8 @@ struct MountAccessOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: "The group shown for every item, a group id (default: the mounting user's).")
     var gid: UInt32?
 
-    @Option(parsing: .unconditional, help: "Mode bits taken from every item's mode, in octal (e.g. 022, 077; default 0).")
+    @Option(
+        parsing: .unconditional, help: "Mode bits taken from every item's mode, in octal (e.g. 022, 077; default 0).")
     var umask: String?
 
     @Option(

@@ -34,7 +34,9 @@ struct MountCommand: AsyncParsableCommand {
 
     @Option(
         parsing: .unconditional,
-        help: "How long without progress from the remote before a request fails with EHOSTDOWN (1s...1h; e.g. 30, 30s, 2m).")
+        help:
+            "How long without progress from the remote before a request fails with EHOSTDOWN (1s...1h; e.g. 30, 30s, 2m)."
+    )
     var remoteTimeout = "30"
 
     @Option(
@@ -50,12 +52,16 @@ struct MountCommand: AsyncParsableCommand {
 
     @Option(
         parsing: .unconditional,
-        help: "The most the cache may hold: bytes, or 10G, 10GiB (binary), 10GB (decimal) (default: a tenth of its disk).")
+        help:
+            "The most the cache may hold: bytes, or 10G, 10GiB (binary), 10GB (decimal) (default: a tenth of its disk)."
+    )
     var cacheSize: String?
 
     @Option(
         parsing: .unconditional,
-        help: "How often to ask the remote for its changes (0: only at mount and on 'fpfs signal'; up to 1 day; e.g. 30, 500ms, 1m, 2h).")
+        help:
+            "How often to ask the remote for its changes (0: only at mount and on 'fpfs signal'; up to 1 day; e.g. 30, 500ms, 1m, 2h)."
+    )
     var pollInterval = "30"
 
     @Flag(help: "Refuse every change with EROFS.")
@@ -115,7 +121,8 @@ struct MountCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let remoteTimeout = try CommandFailure.checkDuration(self.remoteTimeout, of: "--remote-timeout", in: 1...3600)
+            let remoteTimeout = try CommandFailure.checkDuration(
+                self.remoteTimeout, of: "--remote-timeout", in: 1...3600)
             try CommandFailure.check(pipelineDepth, of: "--pipeline-depth", in: 1...128, "a whole number")
             try CommandFailure.check(uploadDepth, of: "--upload-depth", in: 1...128, "a whole number")
             let pollInterval = try CommandFailure.checkDuration(self.pollInterval, of: "--poll-interval", in: 0...86400)
@@ -164,7 +171,11 @@ struct MountCommand: AsyncParsableCommand {
                     "--poll-interval", self.pollInterval,
                     "--ready-fd", "3",
                 ]
-                let logFile = logging.logFile.map(CommandLinePath.absolute) ?? cacheDirectory.appendingPathComponent("fpfs.log").path
+                let logFile =
+                    logging.logFile.map(CommandLinePath.absolute)
+                    ?? cacheDirectory.appendingPathComponent("fpfs.log").path
+                // The daemon's output goes there from its start: a bad path fails here, clearly.
+                close(try DaemonLog.openAppending(logFile))
                 arguments += self.access.arguments + logging.levelArguments + ["--log-file", logFile]
                 if readOnly { arguments.append("--read-only") }
                 if !passthrough { arguments.append("--no-passthrough") }

@@ -54,7 +54,8 @@ enum MountHelper {
             case let flags where flags.hasPrefix("-") && flags.count > 1:
                 let letters = flags.dropFirst()
                 guard letters.allSatisfy("sfnvrw".contains) else {
-                    throw CommandFailure("mount.fpfs: unknown argument '\(flags)' (usage: mount.fpfs REMOTE MOUNTPOINT [-o OPTIONS])")
+                    throw CommandFailure(
+                        "mount.fpfs: unknown argument '\(flags)' (usage: mount.fpfs REMOTE MOUNTPOINT [-o OPTIONS])")
                 }
                 fake = fake || letters.contains("f")
                 if letters.contains("r") { options.append("ro") }

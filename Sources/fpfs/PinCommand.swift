@@ -25,7 +25,8 @@ struct PinCommand: AsyncParsableCommand {
     @Flag(help: "Unpin instead (as fpfs unpin): the files already downloading finish, no others start.")
     var cancel = false
 
-    @Option(parsing: .unconditional, help: "How long without progress before giving up (1s to 1 day; e.g. 120, 90s, 5m).")
+    @Option(
+        parsing: .unconditional, help: "How long without progress before giving up (1s to 1 day; e.g. 120, 90s, 5m).")
     var timeout = "120"
 
     func run() async throws {
@@ -84,7 +85,8 @@ struct PinCommand: AsyncParsableCommand {
                 guard total.localFiles == total.files else {
                     if !targets.contains(where: Self.isPinned) {
                         throw CommandFailure(
-                            "unpinned (fpfs unpin or pin --cancel) with \(total.localFiles) of \(total.files) files local")
+                            "unpinned (fpfs unpin or pin --cancel) with \(total.localFiles) of \(total.files) files local"
+                        )
                     }
                     throw CommandFailure(
                         "\(total.files - total.localFiles) pinned files are not local; see fpfs status")
@@ -148,7 +150,10 @@ struct PinCommand: AsyncParsableCommand {
 /// `fpfs unpin PATH…`: the files stay until eviction needs their room.
 struct UnpinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "unpin", abstract: "Let eviction free files and folders (recursively) again; files of them not yet downloading are not downloaded.")
+        commandName: "unpin",
+        abstract:
+            "Let eviction free files and folders (recursively) again, and download no more of them than is under way."
+    )
 
     @Argument(help: "Files or folders in an fpfs mount.")
     var paths: [String]

@@ -245,7 +245,8 @@ struct Remote: Sendable {
         guard !text.hasPrefix("-") else { throw CommandFailure("\(option) must be positive, not '\(text)'") }
         guard let bytes = Units.bytes(text), bytes > 0, bytes <= UInt64(Int64.max) else {
             throw CommandFailure(
-                "'\(text)' is not a valid \(option): a count of bytes from 1 to 2^63-1 (examples: 1048576, 64KiB, 50MiB, 10GB)")
+                "'\(text)' is not a valid \(option): a count of bytes from 1 to 2^63-1 (examples: 1048576, 64KiB, 50MiB, 10GB)"
+            )
         }
         return bytes
     }

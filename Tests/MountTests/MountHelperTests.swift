@@ -115,7 +115,9 @@ extension MountTests {
 
             // A user's own allow_other mount needs user_allow_other in /etc/fuse.conf: the message says so.
             let configuration = (try? String(contentsOfFile: "/etc/fuse.conf", encoding: .utf8)) ?? ""
-            if !configuration.split(separator: "\n").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "user_allow_other" }) {
+            if !configuration.split(separator: "\n").contains(where: {
+                $0.trimmingCharacters(in: .whitespaces) == "user_allow_other"
+            }) {
                 let theirs = await user.run([
                     try FpfsBinary.path(), "mount", "/tmp", scratch.path + "/theirs", "--allow-other",
                 ]).run()
@@ -150,7 +152,9 @@ struct HelperLinks {
     func remove() {
         for path in Self.paths {
             try? FileManager.default.removeItem(atPath: path)
-            if let target = saved[path] { try? FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target) }
+            if let target = saved[path] {
+                try? FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target)
+            }
         }
     }
 }

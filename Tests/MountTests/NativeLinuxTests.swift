@@ -24,7 +24,8 @@ extension MountTests {
                 }
             }
             let help = try await FpfsBinary.command(["--help"]).check()
-            #expect(help.stdout.contains("fpfs.log") && help.stdout.contains("leaves a daemon running"), "\(help.stdout)")
+            #expect(
+                help.stdout.contains("fpfs.log") && help.stdout.contains("leaves a daemon running"), "\(help.stdout)")
             #expect(help.stdout.contains("user.fpfs.state"))
             let mountHelp = try await FpfsBinary.command(["mount", "--help"]).check()
             for option in ["--log-level", "--log-file", "-v", "--allow-other", "--default-permissions", "--umask"] {
@@ -44,7 +45,9 @@ extension MountTests {
             let scratch = try Scratch()
             defer { scratch.remove() }
             try scratch.writeRemote("a.txt", "a\n")
-            for (size, bytes) in [("10G", 10 << 30), ("10GB", 10_000_000_000), ("10gib", 10 << 30), ("512m", 512 << 20)] {
+            for (size, bytes) in [
+                ("10G", 10 << 30), ("10GB", 10_000_000_000), ("10gib", 10 << 30), ("512m", 512 << 20),
+            ] {
                 let mount = try await TestMount.start(
                     remote: scratch.remote, in: scratch,
                     options: ["--cache-size", size, "--poll-interval", "1m", "--remote-timeout", "2m"])
@@ -98,6 +101,12 @@ extension MountTests {
             let old = try FileManager.default.attributesOfItem(atPath: log + ".1")[.size] as? Int
             #expect(old == 10 << 20 + 1)
             #expect(!FileManager.default.fileExists(atPath: scratch.cache + "/fpfs.log"))
+            let nowhere = try await TestMount.mountCommand(
+                remote: scratch.remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
+                options: ["--log-file", scratch.path + "/no/such/folder/fpfs.log"]
+            ).run()
+            #expect(!nowhere.succeeded && nowhere.stderr.contains("cannot open the log file"), "\(nowhere)")
+            #expect(!MountTable.isMounted(scratch.mountpoint))
         }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestServers
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -22,7 +22,10 @@ extension MountTests {
             environment["NOTIFY_SOCKET"] = socket.path
             let log = scratch.path + "/stderr.log"
             let pid = try ChildProcess.spawn(
-                [try FpfsBinary.path(), "mount", scratch.remote, scratch.mountpoint, "--foreground", "--cache-dir", scratch.cache],
+                [
+                    try FpfsBinary.path(), "mount", scratch.remote, scratch.mountpoint, "--foreground", "--cache-dir",
+                    scratch.cache,
+                ],
                 stdout: .file(log), stderr: .stdout, environment: environment)
             let daemon = DaemonProcess(pid: pid)
             defer {

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestServers
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -31,12 +31,15 @@ extension MountTests {
                 remote: server.url + "/x", mountpoint: scratch.mountpoint, cacheDir: scratch.cache + "2"
             ).run()
             #expect(
-                !missing.succeeded && missing.stderr.contains("the server has no collection /dav/x — check the URL's path"),
+                !missing.succeeded
+                    && missing.stderr.contains("the server has no collection /dav/x — check the URL's path"),
                 "\(missing)")
             #expect(!MountTable.isMounted(scratch.mountpoint))
         }
 
-        @Test("the man page renders with man -l and has every subcommand, mount option and xattr; install.sh installs it all")
+        @Test(
+            "the man page renders with man -l and has every subcommand, mount option and xattr; install.sh installs it all"
+        )
         func manPageAndInstall() async throws {
             let page = FpfsBinary.packageRoot + "/docs/man/fpfs.1"
             var rendering = Command(["man", "-l", page])
@@ -54,7 +57,9 @@ extension MountTests {
             let options = Set(help.stdout.matches(of: /--[a-z][a-z0-9-]+/).map { String($0.output) })
             #expect(options.count > 20)
             for option in options {
-                #expect(rendered.stdout.contains(option), "the man page lacks \(option): regenerate it with scripts/generate-docs.sh")
+                #expect(
+                    rendered.stdout.contains(option),
+                    "the man page lacks \(option): regenerate it with scripts/generate-docs.sh")
             }
 
             let scratch = try Scratch()
@@ -72,7 +77,8 @@ extension MountTests {
                 // The links in /sbin name the installed binary, which is not there under --destdir.
                 let present =
                     FileManager.default.fileExists(atPath: root + path)
-                    || (try? FileManager.default.destinationOfSymbolicLink(atPath: root + path)) == "/usr/local/sbin/fpfs"
+                    || (try? FileManager.default.destinationOfSymbolicLink(atPath: root + path))
+                        == "/usr/local/sbin/fpfs"
                 #expect(present, "install.sh did not install \(path)")
             }
             let version = try await Command([root + "/usr/local/sbin/mount.fpfs", "-f", "a", "b"]).run()
@@ -83,7 +89,8 @@ extension MountTests {
             #expect(completion.stdout.contains("fpfs"))
         }
 
-        @Test("the pin bar and status --watch fit 80 and 60 columns, one line per file; Ctrl-C of pin says the pin stays")
+        @Test(
+            "the pin bar and status --watch fit 80 and 60 columns, one line per file; Ctrl-C of pin says the pin stays")
         func progressFits() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
