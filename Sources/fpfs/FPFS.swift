@@ -21,6 +21,9 @@ struct FPFS: AsyncParsableCommand {
             remote's identifier), user.fpfs.pinned (1 or 0; setting it pins or unpins), \
             user.fpfs.info.KEY (the remote's extra facts) and, on the root, user.fpfs.control (the \
             daemon's control socket).
+
+            Shell completion: 'fpfs --generate-completion-script bash' (or zsh, fish) prints the \
+            script; scripts/install.sh installs those of bash and zsh.
             """,
         subcommands: [
             MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self, SignalCommand.self,
