@@ -18,6 +18,8 @@ enum MountHelper {
         "defaults", "auto", "noauto", "user", "nouser", "users", "owner", "group", "_netdev", "nofail", "rw",
     ]
 
+    private static let usage = "usage: mount.fpfs REMOTE MOUNTPOINT [-o OPTIONS]"
+
     /// Options that would break the helper: a daemon in the foreground keeps mount(8) waiting.
     static let refused: Set<String> = ["foreground", "ready_fd", "password_fd"]
 
@@ -48,14 +50,14 @@ enum MountHelper {
             index += 1
             switch argument {
             case "-o", "-t", "-N":
-                guard index < arguments.count else { throw CommandFailure("mount.fpfs: \(argument) needs a value") }
+                guard index < arguments.count else { throw CommandFailure("\(argument) needs a value (\(usage))") }
                 if argument == "-o" { options += split(arguments[index]) }
                 index += 1
             case let flags where flags.hasPrefix("-") && flags.count > 1:
                 let letters = flags.dropFirst()
                 guard letters.allSatisfy("sfnvrw".contains) else {
                     throw CommandFailure(
-                        "mount.fpfs: unknown argument '\(flags)' (usage: mount.fpfs REMOTE MOUNTPOINT [-o OPTIONS])")
+                        "unknown argument '\(flags)' (\(usage))")
                 }
                 fake = fake || letters.contains("f")
                 if letters.contains("r") { options.append("ro") }
@@ -64,7 +66,7 @@ enum MountHelper {
             }
         }
         guard positional.count == 2 else {
-            throw CommandFailure("mount.fpfs: usage: mount.fpfs REMOTE MOUNTPOINT [-o OPTIONS]")
+            throw CommandFailure(usage)
         }
         if fake { return nil }
         return positional + (try translate(options))
