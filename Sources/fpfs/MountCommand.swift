@@ -8,6 +8,9 @@ struct MountCommand: AsyncParsableCommand {
         commandName: "mount",
         abstract: "Mount REMOTE (a folder path, file://, webdav://, webdavs://, s3://) on MOUNTPOINT.",
         discussion: """
+            Returns once the mount is usable, leaving a daemon that serves it until 'fpfs unmount' \
+            (or umount); the daemon logs to fpfs.log in the cache folder (or --log-file).
+
             A WebDAV password comes from the environment variable FPFS_PASSWORD or from ~/.netrc \
             ($NETRC), never from the command line. S3 keys come from AWS_ACCESS_KEY_ID and \
             AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), or from AWS_PROFILE with ~/.aws/credentials \
