@@ -106,7 +106,7 @@ struct Daemon {
         let socketPath = CacheDirectory.controlSocket(in: cacheDirectory)
         configuration.controlSocketPath = socketPath
         logger.debug(
-            "block size \(blockSize), pipeline depth \(pipelineDepth), upload depth \(uploadDepth), cache bound \(configuration.cacheSize) bytes, poll interval \(pollInterval), remote timeout \(remoteTimeout), read-only \(isReadOnly), allow_other \(access.allowOther), default_permissions \(access.defaultPermissions), uid \(access.uid), gid \(access.gid), umask \(String(access.umask, radix: 8)), mount flags \(access.mountFlags)"
+            "block size \(blockSize), pipeline depth \(pipelineDepth), upload depth \(uploadDepth), cache bound \(configuration.cacheSize.map(String.init) ?? "none") bytes, poll interval \(pollInterval), remote timeout \(remoteTimeout), read-only \(isReadOnly), allow_other \(access.allowOther), default_permissions \(access.defaultPermissions), uid \(access.uid), gid \(access.gid), umask \(String(access.umask, radix: 8)), mount flags \(access.mountFlags)"
         )
 
         let fileSystem: FileSystem

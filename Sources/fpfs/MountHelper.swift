@@ -26,7 +26,7 @@ enum MountHelper {
     static func main(_ arguments: [String]) async {
         do {
             guard let invocation = try invocation(arguments) else { return }
-            var command = try MountCommand.parse(invocation)
+            let command = try MountCommand.parse(invocation)
             try await command.run()
         } catch let failure as CommandFailure {
             MountCommand.exit(withError: CommandFailure.exit(failure.message))

@@ -81,8 +81,8 @@ extension MountTests {
                         == "/usr/local/sbin/fpfs"
                 #expect(present, "install.sh did not install \(path)")
             }
-            let version = try await Command([root + "/usr/local/sbin/mount.fpfs", "-f", "a", "b"]).run()
-            #expect(version.succeeded, "mount.fpfs -f (a fake mount) should do nothing: \(version)")
+            let fake = await Command([root + "/usr/local/sbin/mount.fpfs", "-f", "a", "b"]).run()
+            #expect(fake.succeeded, "mount.fpfs -f (a fake mount) should do nothing: \(fake)")
             let completion = try await Command.bash(
                 #"source "$1"; complete -p fpfs"#, root + "/usr/local/share/bash-completion/completions/fpfs"
             ).check()
