@@ -110,8 +110,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["BuildCommit"]
         ),
+        .plugin(name: "BuildCommit", capability: .buildTool()),
         .testTarget(
             name: "FileProviderKitTests", dependencies: ["FileProviderKit"], swiftSettings: swiftSettings),
         .testTarget(

@@ -219,7 +219,7 @@ final class ContentFetcher: Sendable {
     private func fetch(_ claim: ContentClaim, of content: CachedContent, version: ItemVersion, name: String) async
         -> Bool
     {
-        let download = statistics.fetchStarted(name: name, range: claim.range)
+        let download = statistics.fetchStarted(name: name, range: claim.range, of: content)
         let progress = ProgressMark()
         let sink = CacheSink(
             content: content, range: claim.range, progress: progress, statistics: statistics, download: download)

@@ -57,9 +57,11 @@ extension FileSystem {
         pins.start(inode)
     }
 
-    /// Unpins `inode` and everything below it; the bytes stay until eviction wants them.
+    /// Unpins `inode` and everything below it; the bytes stay until eviction wants them, and the
+    /// files of it not yet downloading are not downloaded.
     public func unpin(_ inode: UInt64) async throws {
         try await store.unpin(inode: inode)
+        await pins.stopUnpinned()
     }
 
     /// What the cache holds against its bound (DECISIONS 58), and the pinned files' size, for

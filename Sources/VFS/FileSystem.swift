@@ -275,7 +275,7 @@ public final class FileSystem: FileSystemOperations {
 
     private func permits(_ mask: Int32, on item: Item, to context: RequestContext) -> Bool {
         let wanted = UInt16(mask & (R_OK | W_OK | X_OK))
-        let modes = UInt16(item.permissions)
+        let modes = UInt16(item.permissions) & ~configuration.umask
         guard context.uid != 0 else {
             return wanted & UInt16(X_OK) == 0 || item.kind == .directory || modes & 0o111 != 0
         }
@@ -875,7 +875,7 @@ public final class FileSystem: FileSystemOperations {
         let blocks = max((local + 511) / 512, item.kind == .file && local < size ? 1 : 0)
         let modified = FileTime(item.contentModificationDate)
         return FileAttributes(
-            inode: InodeNumber(record.inode), type: type, permissions: item.permissions,
+            inode: InodeNumber(record.inode), type: type, permissions: item.permissions & ~configuration.umask,
             linkCount: item.kind == .directory ? 2 : 1, uid: configuration.uid, gid: configuration.gid, size: size,
             blocks: blocks, accessTime: modified,
             modificationTime: modified, changeTime: modified)

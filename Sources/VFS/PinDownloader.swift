@@ -72,6 +72,15 @@ final class PinDownloader: Sendable {
     /// Why the last download of `inode` failed, if it did.
     func failure(of inode: UInt64) -> String? { state.withLock { $0.failures[inode] } }
 
+    /// Stops the downloads of items pinned no more (after an unpin): no further file of them
+    /// starts; the files under way finish.
+    func stopUnpinned() async {
+        let running = state.withLock { $0.running }
+        for (inode, task) in running where !((try? await store.isPinned(inode: inode)) ?? true) {
+            task.cancel()
+        }
+    }
+
     /// Stops every download (at unmount); what landed stays.
     func stop() async {
         let tasks = state.withLock { Array($0.running.values) }
@@ -99,6 +108,8 @@ final class PinDownloader: Sendable {
                 return firstFailure
             }
         } catch {
+            // Stopped by an unpin (or the unmount): not a failure of the pin.
+            if Task.isCancelled { return nil }
             return "cannot list a pinned folder: \(describe(error))"
         }
     }
@@ -120,6 +131,8 @@ final class PinDownloader: Sendable {
     private func fetchWhole(_ record: ItemRecord) async -> String? {
         let item = record.item
         guard item.size > 0, !localFiles.hasContent(record.inode), !Task.isCancelled else { return nil }
+        // Unpinned since the download began (a folder below a pinned one): left to eviction.
+        guard (try? await store.isPinned(inode: record.inode)) ?? true else { return nil }
         do {
             let content = try await cache.content(
                 for: item.identifier, contentVersion: item.version.content, size: item.size)
@@ -130,6 +143,7 @@ final class PinDownloader: Sendable {
                 0..<item.size, of: content, version: item.version, name: name, priority: .readAhead)
             return nil
         } catch {
+            if Task.isCancelled { return nil }
             return "cannot download \(item.filename): \(describe(error))"
         }
     }

@@ -1,3 +1,4 @@
+import BlockCache
 import Foundation
 import Synchronization
 
@@ -39,6 +40,12 @@ public struct StatisticsSnapshot: Sendable, Codable, Hashable {
         public var offset: UInt64
         public var length: UInt64
         public var received: UInt64
+        /// The file the request is for (its cache file number), its size and how much of it is
+        /// local: one file has many requests in flight, and `fpfs status --watch` shows it once.
+        /// Nil from a daemon older than these fields.
+        public var file: Int64?
+        public var fileSize: UInt64?
+        public var fileLocal: UInt64?
     }
 
     public struct Replication: Sendable, Codable, Hashable {
@@ -91,6 +98,8 @@ final class Statistics: Sendable {
     private struct State {
         var snapshot = StatisticsSnapshot()
         var downloads: [UInt64: StatisticsSnapshot.Download] = [:]
+        /// The content each download fills, for its file's local bytes.
+        var contents: [UInt64: CachedContent] = [:]
         var nextDownload: UInt64 = 0
         var uploading: [UInt64: StatisticsSnapshot.Upload] = [:]
         var nextUpload: UInt64 = 0
@@ -99,12 +108,18 @@ final class Statistics: Sendable {
     private let state = Mutex(State())
 
     var snapshot: StatisticsSnapshot {
-        state.withLock { state in
+        let (snapshot, contents) = state.withLock { state in
             var snapshot = state.snapshot
             snapshot.downloads = state.downloads.sorted { $0.key < $1.key }.map(\.value)
             snapshot.uploading = state.uploading.sorted { $0.key < $1.key }.map(\.value)
-            return snapshot
+            return (snapshot, state.downloads.keys.sorted().map { state.contents[$0] })
         }
+        // Outside the lock: a content's presence has a lock of its own.
+        var complete = snapshot
+        for (index, content) in contents.enumerated() {
+            complete.downloads[index].fileLocal = content?.presentBytes
+        }
+        return complete
     }
 
     func update(_ body: (inout StatisticsSnapshot) -> Void) { state.withLock { body(&$0.snapshot) } }
@@ -148,7 +163,7 @@ final class Statistics: Sendable {
     }
 
     /// Counts a provider fetch that begins; returns its number for progress and the end.
-    func fetchStarted(name: String, range: Range<UInt64>) -> UInt64 {
+    func fetchStarted(name: String, range: Range<UInt64>, of content: CachedContent) -> UInt64 {
         state.withLock { state in
             state.snapshot.fetches.started += 1
             state.snapshot.fetches.inFlight += 1
@@ -156,7 +171,9 @@ final class Statistics: Sendable {
                 state.snapshot.fetches.maxInFlight, state.snapshot.fetches.inFlight)
             state.nextDownload += 1
             state.downloads[state.nextDownload] = .init(
-                name: name, offset: range.lowerBound, length: UInt64(range.count), received: 0)
+                name: name, offset: range.lowerBound, length: UInt64(range.count), received: 0,
+                file: content.fileNumber, fileSize: content.size)
+            state.contents[state.nextDownload] = content
             return state.nextDownload
         }
     }
@@ -173,6 +190,7 @@ final class Statistics: Sendable {
             state.snapshot.fetches.inFlight -= 1
             if failed { state.snapshot.fetches.failed += 1 }
             state.downloads[download] = nil
+            state.contents[download] = nil
         }
     }
 }

@@ -64,6 +64,8 @@ public struct VFSConfiguration: Sendable {
     /// Owner shown for every item: remotes have no Unix owners, so the mounting user owns all.
     public var uid: UInt32 = 0
     public var gid: UInt32 = 0
+    /// Mode bits taken away from every item's permissions as shown (and as `access(2)` checks).
+    public var umask: UInt16 = 0
     /// The control socket's path, shown on the root as `user.fpfs.control` so that `fpfs status`
     /// finds the daemon from the mountpoint alone.
     public var controlSocketPath: String?

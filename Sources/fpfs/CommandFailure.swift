@@ -23,6 +23,24 @@ extension CommandFailure {
         try check(value, of: option, in: range, "a whole number of seconds")
     }
 
+    /// The duration `text` given with `option`, in `range` (seconds): a bare whole number is
+    /// seconds and keeps `checkSeconds`'s message; `500ms`, `30s`, `1m`, `2h` are accepted too.
+    static func checkDuration(_ text: String, of option: String, in range: ClosedRange<Int>) throws -> Duration {
+        if let value = Int(text) {
+            try checkSeconds(value, of: option, in: range)
+            return .seconds(value)
+        }
+        let what = "a duration from \(range.lowerBound)s to \(range.upperBound)s (e.g. 30, 500ms, 30s, 1m, 2h)"
+        guard !text.hasPrefix("-") else {
+            throw CommandFailure(
+                "\(option) must be \(range.lowerBound > 0 ? "positive" : "zero or positive"): \(what), not '\(text)'")
+        }
+        guard let seconds = Units.seconds(text, bare: 1), seconds >= Double(range.lowerBound),
+            seconds <= Double(range.upperBound)
+        else { throw CommandFailure("\(option) must be \(what), not '\(text)'") }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
     /// Fails unless `value`, given with `option`, is in `range`, with a message naming both (and
     /// saying "positive" for a negative value). Numeric options are parsed `.unconditional`ly, so
     /// `-5` reaches here instead of being read as an option with a value missing.

@@ -25,8 +25,8 @@ struct Daemon {
     let uploadDepth: Int
     /// The cache bound in bytes; nil: a tenth of the disk holding the cache folder.
     let cacheSize: UInt64?
-    /// Seconds between asking the remote for changes; 0: only at mount and on `fpfs signal`.
-    let pollInterval: Int
+    /// Between asking the remote for changes; zero: only at mount and on `fpfs signal`.
+    let pollInterval: Duration
     let isReadOnly: Bool
     /// Let the kernel read complete cached contents itself (FUSE passthrough) where it can.
     let passthrough: Bool
@@ -35,13 +35,21 @@ struct Daemon {
     let nonMaterializing: Set<String>
     let faultSpec: String?
     let readyFD: Int32?
+    /// Who may use the mount and as whom its items show.
+    let access: MountAccess
+    /// The log file; nil: stderr (a terminal, or journald under systemd).
+    let logFile: String?
+    let logLevel: Logger.Level
 
     func run() async throws {
         HeapTrimmer.keepOneHeap()
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
-        var logger = Logger(label: "fpfs")
-        logger.logLevel = .info
-        logger.info("mounting \(remote.name) on \(mountpoint), cache \(cacheDirectory.path)")
+        try DaemonLog.start(file: logFile, level: logLevel)
+        let logger = Logger(label: "fpfs")
+        let systemd = SystemdNotifier()
+        systemd.send("STATUS=mounting \(remote.name) on \(mountpoint)")
+        logger.info(
+            "fpfs \(FPFS.version) (commit \(BuildCommit.commit)) mounting \(remote.name) on \(mountpoint), cache \(cacheDirectory.path)"
+        )
         // First and let go of last: while it is held, the socket and pid file are this daemon's.
         let lock = try await CacheLock(directory: cacheDirectory, mountpoint: mountpoint)
         defer { lock.release() }
@@ -86,16 +94,20 @@ struct Daemon {
         configuration.pipelineDepth = pipelineDepth
         configuration.uploadDepth = uploadDepth
         configuration.cacheSize = cacheSize ?? CacheDirectory.defaultCacheSize(of: cacheDirectory)
-        configuration.pollInterval = pollInterval > 0 ? .seconds(pollInterval) : nil
+        configuration.pollInterval = pollInterval > .zero ? pollInterval : nil
         configuration.changeRoundEnded = { HeapTrimmer.workEnded() }
         configuration.isReadOnly = isReadOnly
         configuration.passthrough = passthrough
         configuration.trashesDeletions = trashesDeletions
         configuration.nonMaterializingProcesses = nonMaterializing
-        configuration.uid = getuid()
-        configuration.gid = getgid()
+        configuration.uid = access.uid
+        configuration.gid = access.gid
+        configuration.umask = access.umask
         let socketPath = CacheDirectory.controlSocket(in: cacheDirectory)
         configuration.controlSocketPath = socketPath
+        logger.debug(
+            "block size \(blockSize), pipeline depth \(pipelineDepth), upload depth \(uploadDepth), cache bound \(configuration.cacheSize.map(String.init) ?? "none") bytes, poll interval \(pollInterval), remote timeout \(remoteTimeout), read-only \(isReadOnly), allow_other \(access.allowOther), default_permissions \(access.defaultPermissions), uid \(access.uid), gid \(access.gid), umask \(String(access.umask, radix: 8)), mount flags \(access.mountFlags)"
+        )
 
         let fileSystem: FileSystem
         do {
@@ -106,7 +118,7 @@ struct Daemon {
             throw CommandFailure("authentication failed for \(remote.name): \(reason)")
         } catch {
             await provider.invalidate()
-            throw CommandFailure("cannot reach the remote \(remote.name): \(error)")
+            throw CommandFailure(remote.startFailure(error))
         }
         if fileSystem.isOffline {
             let warning = "warning: the remote \(remote.name) cannot be reached; serving what is local"
@@ -116,7 +128,11 @@ struct Daemon {
 
         let status = StatusReport.Context(
             remote: remote.name, mountpoint: mountpoint, cacheDirectory: cacheDirectory.path,
-            offline: fileSystem.isOffline, pipelineDepth: pipelineDepth, blockSize: blockSize)
+            offline: fileSystem.isOffline, pipelineDepth: pipelineDepth, blockSize: blockSize,
+            settings: .init(
+                readOnly: isReadOnly,
+                pollInterval: Double(pollInterval.components.seconds)
+                    + Double(pollInterval.components.attoseconds) / 1e18, access: access))
         let control = try ControlServer(path: socketPath) { command in
             switch command {
             case "status":
@@ -140,7 +156,8 @@ struct Daemon {
         defer { try? FileManager.default.removeItem(at: pidFile) }
 
         let session = FuseSession(
-            operations: fileSystem, mountpoint: mountpoint, fsname: "fpfs:\(remote.name)", subtype: "fpfs")
+            operations: fileSystem, mountpoint: mountpoint, fsname: "fpfs:\(remote.name)", subtype: "fpfs",
+            allowOther: access.allowOther, options: access.fuseOptions)
         fileSystem.attach(session.notifier)
         fileSystem.attach(session.backingFiles)
         do {
@@ -149,6 +166,9 @@ struct Daemon {
             throw CommandFailure("cannot mount on '\(mountpoint)': \(error)")
         }
         if let readyFD { Self.report("ready", to: readyFD) }
+        systemd.sendReady(
+            whenAnswering: mountpoint,
+            status: "serving \(remote.name) on \(mountpoint)\(fileSystem.isOffline ? " (offline: what is local)" : "")")
         logger.info("mounted")
         let trimmer = Task { await HeapTrimmer.run() }
         defer { trimmer.cancel() }
@@ -157,6 +177,7 @@ struct Daemon {
         } catch {
             logger.error("the FUSE session ended with an error: \(error)")
         }
+        systemd.send("STOPPING=1", "STATUS=unmounted \(mountpoint)")
         logger.info("unmounted")
         // A kernel unmount (fusermount3 -u) does not wait for uploads (DECISIONS 201): say what stays.
         if let queue = try? await fileSystem.uploadQueue(listing: 0), queue.pending > 0 {

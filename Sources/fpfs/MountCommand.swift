@@ -8,6 +8,9 @@ struct MountCommand: AsyncParsableCommand {
         commandName: "mount",
         abstract: "Mount REMOTE (a folder path, file://, webdav://, webdavs://, s3://) on MOUNTPOINT.",
         discussion: """
+            Returns once the mount is usable, leaving a daemon that serves it until 'fpfs unmount' \
+            (or umount); the daemon logs to fpfs.log in the cache folder (or --log-file).
+
             A WebDAV password comes from the environment variable FPFS_PASSWORD or from ~/.netrc \
             ($NETRC), never from the command line. S3 keys come from AWS_ACCESS_KEY_ID and \
             AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), or from AWS_PROFILE with ~/.aws/credentials \
@@ -34,8 +37,10 @@ struct MountCommand: AsyncParsableCommand {
 
     @Option(
         parsing: .unconditional,
-        help: "Seconds without progress from the remote before a request fails with EHOSTDOWN (1...3600).")
-    var remoteTimeout = 30
+        help:
+            "How long without progress from the remote before a request fails with EHOSTDOWN (1s...1h; e.g. 30, 30s, 2m)."
+    )
+    var remoteTimeout = "30"
 
     @Option(
         parsing: .unconditional,
@@ -50,13 +55,17 @@ struct MountCommand: AsyncParsableCommand {
 
     @Option(
         parsing: .unconditional,
-        help: "The most the cache may hold, as bytes or with KiB/MiB/GiB (default: a tenth of its disk).")
+        help:
+            "The most the cache may hold: bytes, or 10G, 10GiB (binary), 10GB (decimal) (default: a tenth of its disk)."
+    )
     var cacheSize: String?
 
     @Option(
         parsing: .unconditional,
-        help: "Seconds between asking the remote for its changes (0: only at mount and on 'fpfs signal'; ≤ 86400).")
-    var pollInterval = 30
+        help:
+            "How often to ask the remote for its changes (0: only at mount and on 'fpfs signal'; up to 1 day; e.g. 30, 500ms, 1m, 2h)."
+    )
+    var pollInterval = "30"
 
     @Flag(help: "Refuse every change with EROFS.")
     var readOnly = false
@@ -98,6 +107,12 @@ struct MountCommand: AsyncParsableCommand {
             discussion: "Default: common indexers and thumbnailers (updatedb, tracker, baloo, thumbnailers)."))
     var nonMaterializing: String?
 
+    @OptionGroup(title: "Access")
+    var access: MountAccessOptions
+
+    @OptionGroup(title: "Logging")
+    var logging: LoggingOptions
+
     @Option(help: .hidden)
     var injectFaults: String?
 
@@ -109,10 +124,12 @@ struct MountCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            try CommandFailure.checkSeconds(remoteTimeout, of: "--remote-timeout", in: 1...3600)
+            let remoteTimeout = try CommandFailure.checkDuration(
+                self.remoteTimeout, of: "--remote-timeout", in: 1...3600)
             try CommandFailure.check(pipelineDepth, of: "--pipeline-depth", in: 1...128, "a whole number")
             try CommandFailure.check(uploadDepth, of: "--upload-depth", in: 1...128, "a whole number")
-            try CommandFailure.checkSeconds(pollInterval, of: "--poll-interval", in: 0...86400)
+            let pollInterval = try CommandFailure.checkDuration(self.pollInterval, of: "--poll-interval", in: 0...86400)
+            let access = try self.access.resolved()
             let blockSize = try Self.parseBlockSize(self.blockSize)
             let cacheSize = try self.cacheSize.map(Self.parseCacheSize)
             var remote = try Remote(
@@ -142,20 +159,27 @@ struct MountCommand: AsyncParsableCommand {
             if foreground {
                 let daemon = Daemon(
                     remote: remote, mountpoint: mountpoint, cacheDirectory: cacheDirectory,
-                    remoteTimeout: .seconds(remoteTimeout), blockSize: blockSize, pipelineDepth: pipelineDepth,
+                    remoteTimeout: remoteTimeout, blockSize: blockSize, pipelineDepth: pipelineDepth,
                     uploadDepth: uploadDepth, cacheSize: cacheSize, pollInterval: pollInterval, isReadOnly: readOnly,
                     passthrough: passthrough, trashesDeletions: trash, links: links,
                     nonMaterializing: nonMaterializingNames,
-                    faultSpec: injectFaults, readyFD: readyFd)
+                    faultSpec: injectFaults, readyFD: readyFd, access: access, logFile: logging.logFile,
+                    logLevel: logging.level)
                 try await daemon.run()
             } else {
                 var arguments = [
                     "mount", self.remote, mountpoint, "--foreground", "--cache-dir", cacheDirectory.path,
-                    "--remote-timeout", String(remoteTimeout), "--block-size", self.blockSize,
+                    "--remote-timeout", self.remoteTimeout, "--block-size", self.blockSize,
                     "--pipeline-depth", String(pipelineDepth), "--upload-depth", String(uploadDepth),
-                    "--poll-interval", String(pollInterval),
+                    "--poll-interval", self.pollInterval,
                     "--ready-fd", "3",
                 ]
+                let logFile =
+                    logging.logFile.map(CommandLinePath.absolute)
+                    ?? cacheDirectory.appendingPathComponent("fpfs.log").path
+                // The daemon's output goes there from its start: a bad path fails here, clearly.
+                close(try DaemonLog.openAppending(logFile))
+                arguments += self.access.arguments + logging.levelArguments + ["--log-file", logFile]
                 if readOnly { arguments.append("--read-only") }
                 if !passthrough { arguments.append("--no-passthrough") }
                 if let cacheSize = self.cacheSize { arguments += ["--cache-size", cacheSize] }
@@ -172,7 +196,7 @@ struct MountCommand: AsyncParsableCommand {
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }
                 try DaemonLauncher.launch(
                     arguments: arguments, password: remote.password,
-                    logFile: cacheDirectory.appendingPathComponent("fpfs.log"), timeout: .seconds(remoteTimeout + 30))
+                    logFile: URL(fileURLWithPath: logFile), timeout: remoteTimeout + .seconds(30))
             }
         } catch let failure as CommandFailure {
             if let readyFd { Daemon.report("error: \(failure.message)", to: readyFd) }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CFuse
 import Foundation
 import VFS
 
@@ -21,22 +22,33 @@ struct PinCommand: AsyncParsableCommand {
     @Argument(help: "Files or folders in an fpfs mount.")
     var paths: [String]
 
-    @Option(parsing: .unconditional, help: "Seconds without progress before giving up (1...86400).")
-    var timeout = 120
+    @Flag(help: "Unpin instead (as fpfs unpin): the files already downloading finish, no others start.")
+    var cancel = false
+
+    @Option(
+        parsing: .unconditional, help: "How long without progress before giving up (1s to 1 day; e.g. 120, 90s, 5m).")
+    var timeout = "120"
 
     func run() async throws {
         do {
-            try CommandFailure.checkSeconds(timeout, of: "--timeout", in: 1...86400)
+            let timeout = try CommandFailure.checkDuration(self.timeout, of: "--timeout", in: 1...86400)
             let targets = try paths.map(MountedPath.init)
+            if cancel {
+                _ = try MountedPath.send("unpin", for: targets)
+                return
+            }
             _ = try MountedPath.send("pin", for: targets)
-            try await wait(for: targets)
+            try await wait(for: targets, timeout: timeout)
         } catch let failure as CommandFailure {
             throw CommandFailure.exit(failure.message)
         }
     }
 
-    private func wait(for targets: [MountedPath]) async throws {
-        let isTerminal = isatty(STDOUT_FILENO) == 1
+    private func wait(for targets: [MountedPath], timeout: Duration) async throws {
+        let width = TerminalLine.width()
+        let isTerminal = width != nil
+        let interrupt = Self.sayOnInterrupt(redrawing: isTerminal)
+        defer { interrupt.cancel() }
         let start = ContinuousClock.now
         var lastProgress = (bytes: UInt64(0), time: start)
         var firstBytes: UInt64?
@@ -59,7 +71,7 @@ struct PinCommand: AsyncParsableCommand {
             firstBytes = startBytes
             let seconds = Double((now - start).components.seconds) + Double((now - start).components.attoseconds) / 1e18
             let rate = seconds > 0 ? Double(total.localBytes - min(total.localBytes, startBytes)) / seconds : 0
-            let line = Self.describe(total, rate: rate)
+            let line = Self.describe(total, rate: rate, width: width.map { max($0, TerminalLine.narrowest) } ?? 200)
             let done = !total.downloading
             if isTerminal {
                 print("\r\u{1B}[K" + line, terminator: done ? "\n" : "")
@@ -71,6 +83,11 @@ struct PinCommand: AsyncParsableCommand {
             if done {
                 if !failures.isEmpty { throw CommandFailure("cannot pin " + failures.joined(separator: "; ")) }
                 guard total.localFiles == total.files else {
+                    if !targets.contains(where: Self.isPinned) {
+                        throw CommandFailure(
+                            "unpinned (fpfs unpin or pin --cancel) with \(total.localFiles) of \(total.files) files local"
+                        )
+                    }
                     throw CommandFailure(
                         "\(total.files - total.localFiles) pinned files are not local; see fpfs status")
                 }
@@ -78,30 +95,65 @@ struct PinCommand: AsyncParsableCommand {
             }
             if total.localBytes > lastProgress.bytes {
                 lastProgress = (total.localBytes, now)
-            } else if now - lastProgress.time > .seconds(timeout) {
+            } else if now - lastProgress.time > timeout {
                 throw CommandFailure(
-                    "pinning made no progress for \(timeout) s (\(total.localFiles) of \(total.files) files local); "
+                    "pinning made no progress for \(Units.text(timeout)) (\(total.localFiles) of \(total.files) files local); "
                         + "the daemon keeps trying, see fpfs status")
             }
             try await Task.sleep(for: .milliseconds(isTerminal ? 200 : 250))
         }
     }
 
-    private static func describe(_ progress: PinProgress, rate: Double) -> String {
+    /// Whether `target` is still pinned (its `user.fpfs.pinned` is 1): an unpin elsewhere ends the wait.
+    private static func isPinned(_ target: MountedPath) -> Bool {
+        var value = [UInt8](repeating: 0, count: 1)
+        return getxattr(target.path, "user.fpfs.pinned", &value, 1) == 1 && value[0] == UInt8(ascii: "1")
+    }
+
+    /// The progress line, within `width` columns: the bar narrows, then the words shorten.
+    private static func describe(_ progress: PinProgress, rate: Double, width: Int) -> String {
         // Before the listing of a pinned folder arrives there is nothing to count yet: 0%, not 100%.
         let fraction =
             progress.bytes == 0
             ? (progress.downloading ? 0 : 1) : Double(progress.localBytes) / Double(progress.bytes)
-        return StatusReport.bar(fraction)
-            + " \(StatusReport.bytes(progress.localBytes)) of \(StatusReport.bytes(progress.bytes)) local, "
-            + "\(progress.localFiles) of \(progress.files) files, \(StatusReport.bytes(UInt64(rate)))/s"
+        let (local, all, speed) = (
+            StatusReport.bytes(progress.localBytes), StatusReport.bytes(progress.bytes),
+            StatusReport.bytes(UInt64(rate)) + "/s"
+        )
+        return TerminalLine.bar(
+            fraction,
+            then: [
+                "\(local) of \(all) local, \(progress.localFiles) of \(progress.files) files, \(speed)",
+                "\(local)/\(all), \(progress.localFiles)/\(progress.files) files, \(speed)",
+            ], width: width)
+    }
+
+    /// On Ctrl-C, says what goes on: the pin is the daemon's, not this command's. Ignoring
+    /// SIGINT lets a dispatch source see it and exit with the shell's usual 130.
+    private static func sayOnInterrupt(redrawing: Bool) -> any DispatchSourceSignal {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT)
+        source.setEventHandler {
+            if redrawing { print("") }
+            fflush(nil)
+            var standardError = StandardError()
+            print(
+                "fpfs: the pin stays and the daemon goes on downloading in the background (see fpfs status); 'fpfs pin --cancel PATH' unpins it, and then only the files already downloading finish",
+                to: &standardError)
+            Foundation.exit(130)
+        }
+        source.resume()
+        return source
     }
 }
 
 /// `fpfs unpin PATH…`: the files stay until eviction needs their room.
 struct UnpinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "unpin", abstract: "Let eviction free files and folders (recursively) again.")
+        commandName: "unpin",
+        abstract:
+            "Let eviction free files and folders (recursively) again, and download no more of them than is under way."
+    )
 
     @Argument(help: "Files or folders in an fpfs mount.")
     var paths: [String]

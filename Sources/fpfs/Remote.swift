@@ -38,7 +38,7 @@ struct Remote: Sendable {
     /// environment.
     var password: String?
 
-    /// Parses a path, `file://` URL, `webdav://` or `webdavs://` URL, or one of the planned schemes;
+    /// Parses a path, `file://` URL, `webdav://` or `webdavs://` URL, or `s3://` URL;
     /// throws a message naming the problem. `user` is `--user`, for remotes that log in.
     init(parsing argument: String, user: String? = nil, s3: S3Options = S3Options()) throws {
         guard !argument.isEmpty else { throw CommandFailure("the remote is empty") }
@@ -147,6 +147,21 @@ struct Remote: Sendable {
         }
     }
 
+    /// What to tell the user when the remote's root could not be had at mount: what failed, and
+    /// what to try.
+    func startFailure(_ error: any Error) -> String {
+        switch (error as? ProviderError, kind) {
+        case (.noSuchItem?, .webdav(let url, _)):
+            return "the server has no collection \(url.path) — check the URL's path"
+        case (.noSuchItem?, _):
+            return "the remote \(name) does not exist — check its name"
+        case (.serverUnreachable(let reason)?, _):
+            return "cannot reach the remote \(name): \(reason)"
+        default:
+            return "cannot reach the remote \(name): \(error)"
+        }
+    }
+
     /// A provider for this remote, keeping its own state in `stateDirectory` and keeping up to
     /// `connections` requests in flight; for a folder that is missing, a `ReconnectingProvider`
     /// that makes it once the folder is there. With `links`, a WebDAV remote keeps symlinks as
@@ -216,40 +231,29 @@ struct Remote: Sendable {
     /// The longest `delay` of a file:// URL: an hour per request is slow enough for any test.
     static let longestDelay = Duration.seconds(3600)
 
-    /// "300ms", "2s", "1.5s" or a bare number of milliseconds, from 0 to `longest`; anything
-    /// else (negative, 1e300s, inf, nan) throws a message naming the option and its range.
-    /// `longest` is `longestDelay` for a file:// delay, a day for `--unmount-wait`.
+    /// "300ms", "2s", "1.5s", "1m", "2h" or a bare number of milliseconds, from 0 to `longest`;
+    /// anything else (negative, 1e300s, inf, nan) throws a message naming the option and its
+    /// range. `longest` is `longestDelay` for a file:// delay, a day for `--unmount-wait`.
     static func parseDuration(_ text: String, longest longestDuration: Duration = longestDelay) throws -> Duration {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1)]
-        let range = "from 0 to \(longestDuration.components.seconds)s (examples: 300ms, 2s)"
+        let range = "from 0 to \(longestDuration.components.seconds)s (examples: 300ms, 2s, 1m)"
         guard !text.hasPrefix("-") else { throw CommandFailure("delay must not be negative: '\(text)'") }
-        var seconds: Double?
-        if let value = Int64(text) {
-            seconds = Double(value) / 1000
-        } else if let (suffix, scale) = units.first(where: { text.hasSuffix($0.0) }) {
-            seconds = Double(text.dropLast(suffix.count)).map { $0 * scale }
-        }
         let longest = Double(longestDuration.components.seconds)
-        guard let seconds, seconds >= 0, seconds <= longest else {
+        guard let seconds = Units.seconds(text, bare: 0.001), seconds >= 0, seconds <= longest else {
             throw CommandFailure("delay must be a duration \(range), not '\(text)'")
         }
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
-    /// "1048576", "64KiB", "50MiB", "1GiB" (also K, M, G as powers of 1024): a positive count that
-    /// fits in 63 bits (an off_t); anything else throws a message naming `option`.
+    /// "1048576", "64KiB", "50MiB", "10G" (powers of 1024), "10GB" (powers of 1000), any case: a
+    /// positive count that fits in 63 bits (an off_t); anything else throws a message naming
+    /// `option`.
     static func parseByteCount(_ text: String, option: String) throws -> UInt64 {
-        let units: [(String, UInt64)] = [
-            ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30),
-        ]
         guard !text.hasPrefix("-") else { throw CommandFailure("\(option) must be positive, not '\(text)'") }
-        let (digits, scale) =
-            units.first { text.hasSuffix($0.0) }.map { (text.dropLast($0.0.count), $0.1) } ?? (Substring(text), 1)
-        if let value = UInt64(digits), value > 0 {
-            let (bytes, overflow) = value.multipliedReportingOverflow(by: scale)
-            if !overflow, bytes <= UInt64(Int64.max) { return bytes }
+        guard let bytes = Units.bytes(text), bytes > 0, bytes <= UInt64(Int64.max) else {
+            throw CommandFailure(
+                "'\(text)' is not a valid \(option): a count of bytes from 1 to 2^63-1 (examples: 1048576, 64KiB, 50MiB, 10GB)"
+            )
         }
-        throw CommandFailure(
-            "'\(text)' is not a valid \(option): a count of bytes from 1 to 2^63-1 (examples: 1048576, 64KiB, 50MiB)")
+        return bytes
     }
 }

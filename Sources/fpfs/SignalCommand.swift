@@ -12,12 +12,14 @@ struct SignalCommand: AsyncParsableCommand {
     @Argument(help: "The mountpoint.")
     var mountpoint: String
 
-    @Option(parsing: .unconditional, help: "Seconds to wait at most (1...3600).")
-    var timeout = 60
+    @Option(parsing: .unconditional, help: "How long to wait at most (1s to 1h; e.g. 60, 90s, 5m).")
+    var timeout = "60"
 
     func run() async throws {
         do {
-            try CommandFailure.checkSeconds(timeout, of: "--timeout", in: 1...3600)
+            // The daemon takes whole seconds; a fraction counts as a second more.
+            let bound = try CommandFailure.checkDuration(self.timeout, of: "--timeout", in: 1...3600)
+            let timeout = Int(bound.components.seconds) + (bound.components.attoseconds > 0 ? 1 : 0)
             let path = CommandLinePath.absolute(mountpoint)
             let answer = try ControlClient.send("signal \(timeout)", to: path, timeout: timeout + 5)
             guard let fields = try? JSONDecoder().decode([String: String].self, from: answer) else {

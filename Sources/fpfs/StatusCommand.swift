@@ -33,7 +33,9 @@ struct StatusCommand: AsyncParsableCommand {
                             continue
                         }
                         let report = try JSONDecoder().decode(StatusReport.self, from: answer)
-                        pages.append(report.text(since: previous[path]))
+                        // Redrawn in place, a report must fit the terminal: a wrapped line scrolls it.
+                        let width = watch ? TerminalLine.width().map { max($0, TerminalLine.narrowest) } : nil
+                        pages.append(report.text(since: previous[path], width: width))
                         previous[path] = report
                     } catch  where mountpoint == nil {
                         // One mount that cannot answer (its daemon hung, or of another version)

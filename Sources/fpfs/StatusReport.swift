@@ -15,6 +15,16 @@ struct StatusReport: Codable {
         let offline: Bool
         let pipelineDepth: Int
         let blockSize: UInt64
+        let settings: Settings
+    }
+
+    /// The mount's options that `fpfs status --json` shows, so that a script (or a test) sees
+    /// what an fstab line's `-o` options became.
+    struct Settings: Codable, Sendable {
+        var readOnly: Bool
+        /// Seconds between polls of the remote; 0: none.
+        var pollInterval: Double
+        var access: MountAccess
     }
 
     var pid: Int32
@@ -24,6 +34,8 @@ struct StatusReport: Codable {
     var offline: Bool
     var pipelineDepth: Int
     var blockSize: UInt64
+    /// Nil from a daemon older than this field.
+    var settings: Settings?
     var fetches: StatisticsSnapshot.Fetches
     var reads: StatisticsSnapshot.Reads
     var listings: StatisticsSnapshot.Listings
@@ -54,6 +66,7 @@ struct StatusReport: Codable {
         self.offline = context.offline && (statistics.replication.rounds == 0 || statistics.replication.lastError != nil)
         self.pipelineDepth = context.pipelineDepth
         self.blockSize = context.blockSize
+        self.settings = context.settings
         self.fetches = statistics.fetches
         self.reads = statistics.reads
         self.listings = statistics.listings
@@ -75,8 +88,9 @@ struct StatusReport: Codable {
     }
 
     /// The report for a person, with a progress bar per download and upload in flight; with `previous` (an
-    /// earlier report of the same mount, as `--watch` has), also the rates since then.
-    func text(since previous: StatusReport? = nil) -> String {
+    /// earlier report of the same mount, as `--watch` has), also the rates since then. With
+    /// `width` (a terminal's), no line is wider than it.
+    func text(since previous: StatusReport? = nil, width: Int? = nil) -> String {
         let rates = previous.map { previous -> (down: String, up: String) in
             let seconds = max(time - previous.time, 0.001)
             func rate(_ now: UInt64, _ then: UInt64) -> String {
@@ -129,16 +143,18 @@ struct StatusReport: Codable {
         for problem in errors.suffix(5) {
             lines.append("    \(Self.age(of: problem.time, now: time)) ago: \(problem.message)")
         }
-        for download in downloads {
-            lines.append("  ↓ " + Self.progressBar(download))
+        let room = width ?? 1000
+        lines += FileDownload.files(of: downloads, since: previous.map { ($0.downloads, time - $0.time) }).map {
+            $0.line(width: room)
         }
         for upload in uploading {
             let fraction = upload.length == 0 ? 1 : Double(upload.sent) / Double(upload.length)
             lines.append(
-                "  ↑ " + Self.bar(fraction)
-                    + " \(upload.name) (\(Self.bytes(upload.sent)) of \(Self.bytes(upload.length)))")
+                TerminalLine.bar(
+                    fraction, then: ["\(upload.name) (\(Self.bytes(upload.sent)) of \(Self.bytes(upload.length)))"],
+                    width: room, prefix: "  ↑ "))
         }
-        return lines.joined(separator: "\n")
+        return lines.map { TerminalLine.fit($0, width: room) }.joined(separator: "\n")
     }
 
     /// How long ago `time` was, in the largest whole unit.
@@ -147,12 +163,6 @@ struct StatusReport: Codable {
         if seconds < 120 { return "\(seconds) s" }
         if seconds < 7200 { return "\(seconds / 60) min" }
         return "\(seconds / 3600) h"
-    }
-
-    private static func progressBar(_ download: StatisticsSnapshot.Download) -> String {
-        let fraction = download.length == 0 ? 1 : Double(download.received) / Double(download.length)
-        return bar(fraction) + " \(download.name) "
-            + "(\(bytes(download.received)) of \(bytes(download.length)) at offset \(bytes(download.offset)))"
     }
 
     /// `[#####-----]  50%`: a bar of `width` characters and the percentage.

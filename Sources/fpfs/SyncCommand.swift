@@ -13,14 +13,14 @@ struct SyncCommand: AsyncParsableCommand {
     @Argument(help: "The mountpoint.")
     var mountpoint: String
 
-    @Option(parsing: .unconditional, help: "Seconds to wait at most (1...86400).")
-    var timeout = 600
+    @Option(parsing: .unconditional, help: "How long to wait at most (1s to 1 day; e.g. 600, 90s, 10m).")
+    var timeout = "600"
 
     func run() async throws {
         do {
-            try CommandFailure.checkSeconds(timeout, of: "--timeout", in: 1...86400)
+            let timeout = try CommandFailure.checkDuration(self.timeout, of: "--timeout", in: 1...86400)
             let path = CommandLinePath.absolute(mountpoint)
-            let deadline = ContinuousClock.now + .seconds(timeout)
+            let deadline = ContinuousClock.now + timeout
             // The first request retries waiting changes at once instead of after their backoff.
             var command = "sync"
             while true {
@@ -36,7 +36,7 @@ struct SyncCommand: AsyncParsableCommand {
                 }
                 if ContinuousClock.now >= deadline {
                     throw CommandFailure(
-                        "\(uploads.pending) changes have not reached the remote after \(timeout) s"
+                        "\(uploads.pending) changes have not reached the remote after \(Units.text(timeout))"
                             + (uploads.failing > 0 ? " (\(uploads.failing) failing; see fpfs status and the log)" : ""))
                 }
                 command = "status"

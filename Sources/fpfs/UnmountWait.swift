@@ -12,19 +12,13 @@ struct UnmountWait {
     /// The longest `--unmount-wait` accepted.
     static let longest: Duration = .seconds(86400)
 
-    /// "60", "60s", "1500ms" (a bare number is seconds), from 0 to a day.
+    /// "60", "60s", "1500ms", "2m", "1h" (a bare number is seconds), from 0 to a day.
     static func parse(_ text: String) throws -> Duration {
-        let message = "--unmount-wait must be a duration from 0 to 86400s (e.g. 0, 60, 90s, 1500ms), not '\(text)'"
-        let duration: Duration
-        if let seconds = Int(text) {
-            guard (0...86400).contains(seconds) else { throw CommandFailure(message) }
-            duration = .seconds(seconds)
-        } else {
-            guard let parsed = try? Remote.parseDuration(text, longest: longest) else { throw CommandFailure(message) }
-            duration = parsed
-        }
-        guard duration <= longest else { throw CommandFailure(message) }
-        return duration
+        let message = "--unmount-wait must be a duration from 0 to 86400s (e.g. 0, 60, 90s, 1500ms, 2m), not '\(text)'"
+        guard !text.hasPrefix("-"), let seconds = Units.seconds(text, bare: 1), seconds >= 0,
+            seconds <= Double(longest.components.seconds)
+        else { throw CommandFailure(message) }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
     /// Waits until nothing is pending, everything pending was refused, or the bound ends; returns

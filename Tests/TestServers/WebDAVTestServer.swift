@@ -368,7 +368,7 @@ public final class WebDAVTestServer: @unchecked Sendable {
     }
 
     /// A port nothing listens on now, from the kernel's choice for a socket bound to port 0.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestServerFailure("socket: errno \(errno)") }
         defer { close(fd) }

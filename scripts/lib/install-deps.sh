@@ -5,7 +5,8 @@
 
 # Debian packages: libfuse3 and its headers (CFuse), fusermount3 (fuse3), pkg-config (finds fuse3),
 # SQLite headers (GRDB), getfattr (attr), sqlite3, the ordinary tools the mount tests drive;
-# python3, which runs the fake WebDAV servers of the tests (Tests/TestServers/*.py);
+# python3, which runs the fake WebDAV servers of the tests (Tests/TestServers/*.py); man-db, whose
+# man -l renders the generated man page in a test;
 # the real WebDAV servers the tests start: Apache (apache2-bin only: the apache2 package would
 # start a system service on port 80; apache2-utils for htpasswd; openssl for the certificates of
 # the TLS tests) and rclone; curl for the benchmarks' baseline; the tools the write tests run
@@ -14,7 +15,7 @@
 # radosgw-admin tools; no mgr, and the packages start nothing).
 FPFS_APT_PACKAGES=(
     fuse3 libfuse3-dev pkg-config libsqlite3-dev sqlite3 attr
-    coreutils findutils util-linux git ca-certificates python3
+    coreutils findutils util-linux git ca-certificates python3 man-db
     apache2-bin apache2-utils openssl rclone curl
     rsync tar fio stress-ng
     ceph-mon ceph-osd radosgw ceph-common
