@@ -24,8 +24,13 @@ struct S3MultipartUpload {
     }
 
     /// Uploads `length` bytes of `contents` as the key `key` with `headers` (content type and
-    /// metadata).
-    func upload(_ contents: URL, length: Int64, key: String, headers: [(String, String)], path: S3Path) async throws {
+    /// metadata), up to `partsInFlight` parts at once. `precondition` also goes with the
+    /// completion, for servers that honour it there (AWS; RGW 16 ignores it, so the caller checks
+    /// it by a `HEAD` first); a 412 then is `versionNoLongerAvailable`.
+    func upload(
+        _ contents: URL, length: Int64, key: String, headers: [(String, String)], precondition: (String, String),
+        path: S3Path
+    ) async throws {
         let client = provider.client
         let started = try await client.sendCollecting(
             .init(method: .POST, key: key, query: [("uploads", "")], headers: headers, isIdempotent: false))
@@ -35,27 +40,42 @@ struct S3MultipartUpload {
         try await note(uploadID, key: key)
         do {
             let size = Self.partSize(for: length, configured: client.configuration.partSize)
-            var parts: [(Int, String)] = []
-            var start: Int64 = 0
-            while start < length {
-                let number = parts.count + 1
-                let count = min(size, length - start)
-                let answer = try await client.sendCollecting(
-                    .init(
-                        method: .PUT, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
-                        body: .file(contents, start: start, length: count)))
-                guard answer.status.code == 200, let etag = answer.headers.first(name: "etag") else {
-                    throw client.error(for: answer, doing: "uploading part \(number) of \(path)", identifier: nil)
+            let count = Int((length + size - 1) / size)
+            var etags = [String](repeating: "", count: count)
+            try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                var next = 0
+                func startPart() {
+                    let index = next
+                    next += 1
+                    group.addTask {
+                        let start = Int64(index) * size
+                        let answer = try await client.sendCollecting(
+                            .init(
+                                method: .PUT, key: key,
+                                query: [("partNumber", String(index + 1)), ("uploadId", uploadID)],
+                                body: .file(contents, start: start, length: min(size, length - start))))
+                        guard answer.status.code == 200, let etag = answer.headers.first(name: "etag") else {
+                            throw client.error(
+                                for: answer, doing: "uploading part \(index + 1) of \(path)", identifier: nil)
+                        }
+                        return (index, etag)
+                    }
                 }
-                parts.append((number, etag))
-                start += count
+                while next < min(count, max(1, client.configuration.partsInFlight)) { startPart() }
+                while let (index, etag) = try await group.next() {
+                    etags[index] = etag
+                    if next < count { startPart() }
+                }
             }
-            let list = parts.map { "<Part><PartNumber>\($0.0)</PartNumber><ETag>\($0.1)</ETag></Part>" }.joined()
+            let list = etags.enumerated().map {
+                "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\($0.element)</ETag></Part>"
+            }.joined()
             let answer = try await client.sendCollecting(
                 .init(
-                    method: .POST, key: key, query: [("uploadId", uploadID)],
+                    method: .POST, key: key, query: [("uploadId", uploadID)], headers: [precondition],
                     body: .bytes(Array("<CompleteMultipartUpload>\(list)</CompleteMultipartUpload>".utf8)),
                     isIdempotent: false))
+            if [409, 412].contains(answer.status.code) { throw ProviderError.versionNoLongerAvailable }
             // A completion can fail after its 200 (AWS sends the error in the body).
             guard answer.status.code == 200, (try? S3XMLElement.parse(answer.body))?.name != "Error" else {
                 throw client.error(for: answer, doing: "completing the upload of \(path)", identifier: nil)

@@ -29,12 +29,16 @@ extension S3Provider {
             }
         case .file:
             let path = S3Path(name: template.filename, in: parent, isFolder: false)
-            if let folder = try await occupant(named: template.filename, in: parent), folder != path.identifier {
-                throw ProviderError.filenameCollision(existing: folder)
-            }
+            let taken = try await occupant(named: template.filename, in: parent)
+            if let taken, taken != path.identifier { throw ProviderError.filenameCollision(existing: taken) }
             do {
-                try await put(
-                    try await body(of: contents), at: path, precondition: ("If-None-Match", "*"), metadata: template)
+                // The HEAD just made stands in for `If-None-Match: *` where the server ignores it.
+                if taken != nil { throw ProviderError.versionNoLongerAvailable }
+                let body = try await body(of: contents)
+                try await put(body, at: path, precondition: ("If-None-Match", "*"), metadata: template)
+                if writesAreConditional.withLock({ $0 }) == nil, case .bytes = body {
+                    try await learnWhetherWritesAreConditional(resending: body, at: path, metadata: template)
+                }
                 created = try await head(path)
             } catch ProviderError.versionNoLongerAvailable {
                 guard options.contains(.mayAlreadyExist) else {
@@ -75,10 +79,12 @@ extension S3Provider {
                         try await body(of: contents), at: target, precondition: ("If-None-Match", "*"), metadata: item)
                 } else {
                     try await copy(source, to: target, ifMatching: baseVersion)
+                    await metadata.move(source, to: target)
                 }
                 try await delete(source)
             } else if writes {
                 do {
+                    if writesAreConditional.withLock({ $0 }) != true { try await requireVersion(baseVersion, of: source) }
                     try await put(
                         try await body(of: contents), at: source,
                         precondition: ("If-Match", S3Path.etag(of: baseVersion)),
@@ -88,8 +94,9 @@ extension S3Provider {
                 } catch ProviderError.noSuchItem {
                     throw ProviderError.conflict(remote: nil)
                 }
+            } else if !changedFields.isDisjoint(with: Self.metadataFields) {
+                try await replaceMetadata(of: source, with: item)
             }
-            // Metadata alone (times, mode) is not sent: S3 rewrites an object to change it.
             modified = try await head(target)
         }
         history.noteHandedOut([modified.identifier])
@@ -133,23 +140,80 @@ extension S3Provider {
         }
     }
 
+    /// Learns once whether the server honours `If-None-Match: *` on a `PUT`, by sending the small
+    /// file just created again with it: a server that honours it answers 412; one that ignores it
+    /// writes the same bytes again, and edits then check their base version by a `HEAD` first.
+    private func learnWhetherWritesAreConditional(resending body: S3Client.Body, at path: S3Path, metadata item: Item)
+        async throws
+    {
+        do {
+            try await put(body, at: path, precondition: ("If-None-Match", "*"), metadata: item)
+            writesAreConditional.withLock { $0 = false }
+        } catch ProviderError.versionNoLongerAvailable {
+            writesAreConditional.withLock { $0 = true }
+        }
+    }
+
+    /// The fields kept in an object's user metadata (`S3ObjectMetadata`).
+    static let metadataFields: ItemFields = [.contentModificationDate, .permissions, .extendedAttributes]
+
+    /// The headers that describe `item` at `path`: its content type and user metadata
+    /// (`S3ObjectMetadata`), with the extended attributes last known of the object when the item
+    /// carries none (a `PUT` replaces them all). Beyond S3's 2 KB of user metadata, a refusal.
+    private func described(_ item: Item, at path: S3Path) throws -> [(String, String)] {
+        var kept = S3ObjectMetadata(of: item)
+        if kept.attributes == nil, !path.isFolder { kept.attributes = metadata.known(path)?.attributes }
+        let headers = kept.headers(isFolder: path.isFolder)
+        let size = S3ObjectMetadata.userMetadataSize(of: headers)
+        guard size <= S3ObjectMetadata.userMetadataLimit else {
+            throw ProviderError.notAuthenticated(
+                reason: "S3 holds at most 2 KB of user metadata per object, and \(path)'s would be \(size) bytes")
+        }
+        return headers
+    }
+
+    /// A metadata-only change (`touch -d`, `chmod`, `setfattr`): S3 changes an object's metadata
+    /// only by rewriting it, so the object is copied onto itself with the new metadata. No
+    /// precondition: the copy rewrites whatever the object holds now, so no bytes are lost, and
+    /// the head that follows shows the engine a newer version if there is one.
+    private func replaceMetadata(of path: S3Path, with item: Item) async throws {
+        // CopyObject takes objects up to 5 GiB; a larger one keeps its metadata here only.
+        guard item.size <= 5 << 30 else { return }
+        let headers =
+            [
+                ("x-amz-copy-source", copySource(of: path)),
+                ("x-amz-metadata-directive", "REPLACE"),
+            ] + (try described(item, at: path))
+        let answer = try await client.sendCollecting(
+            .init(method: .PUT, key: key(of: path), headers: headers, isIdempotent: true))
+        try checkCopied(answer, doing: "changing the metadata of \(path)", path: path)
+    }
+
+    /// The `x-amz-copy-source` of the object at `path`.
+    private func copySource(of path: S3Path) -> String {
+        "/\(client.configuration.bucket)/" + SigV4Signer.encoded(key(of: path), keepingSlashes: true)
+    }
+
+    /// Throws unless a copy's answer is a success: AWS may send an error in the body of a 200.
+    private func checkCopied(_ answer: S3Client.Answer, doing what: String, path: S3Path) throws {
+        guard answer.status.code == 200, (try? S3XMLElement.parse(answer.body))?.name != "Error" else {
+            throw client.error(for: answer, doing: what, identifier: path.identifier)
+        }
+    }
+
     /// A `PutObject` with a precondition; 412 (and 409, a concurrent write) become
-    /// `versionNoLongerAvailable` for the caller to judge. The item's time goes into
-    /// `x-amz-meta-mtime` as rclone keeps it, its mode into `x-amz-meta-mode` as s3fs does.
+    /// `versionNoLongerAvailable` for the caller to judge. The item's time, mode and attributes go
+    /// into its user metadata (`S3ObjectMetadata`).
     private func put(_ body: S3Client.Body, at path: S3Path, precondition: (String, String), metadata item: Item)
         async throws
     {
-        let typeBits: UInt16 = path.isFolder ? 0o040000 : 0o100000
-        let described = [
-            ("Content-Type", path.isFolder ? "application/x-directory" : "application/octet-stream"),
-            ("x-amz-meta-mtime", S3Time.metadataValue(of: item.contentModificationDate)),
-            ("x-amz-meta-mode", String(typeBits | item.permissions)),
-        ]
+        let described = try self.described(item, at: path)
         if case .file(let contents, 0, let length) = body, length > client.configuration.multipartThreshold {
             // Conditional completion is not in RGW 16: the precondition is checked by a HEAD first.
             try await checkBeforeMultipart(precondition, at: path)
             try await S3MultipartUpload(provider: self).upload(
-                contents, length: length, key: key(of: path), headers: described, path: path)
+                contents, length: length, key: key(of: path), headers: described, precondition: precondition,
+                path: path)
             return
         }
         let headers = [precondition] + described
@@ -184,26 +248,12 @@ extension S3Provider {
 
     /// `CopyObject` of the file at `source`, provided it is still of `version`.
     private func copy(_ source: S3Path, to target: S3Path, ifMatching version: ItemVersion?) async throws {
-        var headers = [
-            (
-                "x-amz-copy-source",
-                "/\(client.configuration.bucket)/" + SigV4Signer.encoded(key(of: source), keepingSlashes: true)
-            )
-        ]
+        var headers = [("x-amz-copy-source", copySource(of: source))]
         if let version { headers.append(("x-amz-copy-source-if-match", S3Path.etag(of: version))) }
         let answer = try await client.sendCollecting(
             .init(method: .PUT, key: key(of: target), headers: headers, isIdempotent: false))
-        switch answer.status.code {
-        case 200:
-            // A copy can fail after its 200 (AWS sends the error in the body).
-            if (try? S3XMLElement.parse(answer.body))?.name == "Error" {
-                throw client.error(for: answer, doing: "copying \(source)", identifier: source.identifier)
-            }
-        case 412:
-            throw ProviderError.conflict(remote: try? await head(source))
-        default:
-            throw client.error(for: answer, doing: "copying \(source) to \(target)", identifier: source.identifier)
-        }
+        if answer.status.code == 412 { throw ProviderError.conflict(remote: try? await head(source)) }
+        try checkCopied(answer, doing: "copying \(source) to \(target)", path: source)
     }
 
     /// `DeleteObject`; a key already gone counts as deleted.
@@ -212,6 +262,7 @@ extension S3Provider {
         guard [200, 204, 404].contains(answer.status.code) else {
             throw client.error(for: answer, doing: "DELETE \(path)", identifier: path.identifier)
         }
+        await metadata.forget(path)
     }
 
     /// A folder's rename: every key under it copied to the new prefix, then deleted, journalled
@@ -234,6 +285,7 @@ extension S3Provider {
         for key in keys {
             let moved = S3Path(relative: target.relative + key.dropFirst(source.relative.count))
             try await copy(S3Path(relative: key), to: moved, ifMatching: nil)
+            await metadata.move(S3Path(relative: key), to: moved)
         }
         for key in keys.sorted(by: >) { try await delete(S3Path(relative: key)) }
         await journal.forget(entry)

@@ -26,6 +26,8 @@ import Testing
         configuration.stateDirectory = state
         configuration.multipartThreshold = 6 << 20
         configuration.partSize = 5 << 20
+        // Three parts, two at a time: the window refills as parts finish, in any order.
+        configuration.partsInFlight = 2
         let provider = try S3Provider(configuration: configuration)
         let contents = ConformanceFixture.pattern(count: (12 << 20) + 4321, seed: 7)
         let file = state.appending(path: "upload.bin")
