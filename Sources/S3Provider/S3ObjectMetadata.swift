@@ -57,7 +57,9 @@ struct S3ObjectMetadata: Codable, Hashable, Sendable {
         if let permissions {
             headers.append((Self.modeHeader, String(UInt32(isFolder ? 0o040000 : 0o100000) | UInt32(permissions))))
         }
-        if let attributes, !attributes.isEmpty { headers.append((Self.attributesHeader, Self.attributesValue(attributes))) }
+        if let attributes, !attributes.isEmpty {
+            headers.append((Self.attributesHeader, Self.attributesValue(attributes)))
+        }
         return headers
     }
 
@@ -122,7 +124,8 @@ struct S3ObjectMetadata: Codable, Hashable, Sendable {
     static func attributesValue(_ attributes: [String: [UInt8]]) -> String {
         let object = attributes.mapValues { Data($0).base64EncodedString() }
         let json = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return String(decoding: json, as: UTF8.self).addingPercentEncoding(withAllowedCharacters: unreserved) ?? "%7B%7D"
+        return String(decoding: json, as: UTF8.self).addingPercentEncoding(withAllowedCharacters: unreserved)
+            ?? "%7B%7D"
     }
 
     static func parseAttributes(_ text: String) -> [String: [UInt8]]? {

@@ -117,7 +117,8 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
         guard answer.status.code == 200 else {
             throw client.error(for: answer, doing: "HEAD \(path)", identifier: path.identifier)
         }
-        return await metadata.learn(S3ObjectMetadata(headers: answer.headers), of: try path.fileItem(headers: answer.headers))
+        return await metadata.learn(
+            S3ObjectMetadata(headers: answer.headers), of: try path.fileItem(headers: answer.headers))
     }
 
     /// Whether some key starts with the folder's prefix (its marker or anything in it).

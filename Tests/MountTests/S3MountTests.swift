@@ -23,12 +23,13 @@ extension MountTests {
             return bucket
         }
 
-        /// Runs `body` with a mount of `bucket` whose requests go through a proxy that spoils
-        /// nothing and logs every answer (`S3FaultProxy`).
+        /// Runs `body` with a mount of `bucket` whose requests go through a proxy that logs every
+        /// answer and spoils them as `mode` says (`S3FaultProxy`; `pass` spoils nothing).
         static func withMountThroughProxy(
-            _ bucket: String, on server: S3TestServer, _ body: (TestMount, S3FaultProxy) async throws -> Void
+            _ bucket: String, on server: S3TestServer, mode: String = "pass",
+            _ body: (TestMount, S3FaultProxy) async throws -> Void
         ) async throws {
-            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
+            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: mode)
             defer { proxy.stop() }
             let scratch = try Scratch()
             defer { scratch.remove() }
@@ -205,7 +206,9 @@ extension MountTests {
             }
         }
 
-        @Test("times and modes live in x-amz-meta-mtime/mode: read back from a GET, sent by touch and chmod, kept in listings")
+        @Test(
+            "times and modes live in x-amz-meta-mtime/mode: read back from a GET, sent by touch and chmod, kept in listings"
+        )
         func metadataInUserMetadata() async throws {
             let server = try await S3TestServer.shared()
             let bucket = S3TestServer.bucketName("metadata")
@@ -256,36 +259,29 @@ extension MountTests {
         func serverWithoutConditionalWrites() async throws {
             let server = try await S3TestServer.shared()
             let bucket = try await Self.bucket("unconditional", on: server, files: ["notes.txt": "the original\n"])
-            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "unconditional")
-            defer { proxy.stop() }
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch,
-                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            // The first small creation shows the server ignores `If-None-Match: *` (it writes twice).
-            try await Command.bash("echo first > \"$1\"", mount.path("first.txt")).check()
-            try await mount.sync()
-            #expect(try await server.get(bucket: bucket, key: "first.txt") == Data("first\n".utf8))
+            try await Self.withMountThroughProxy(bucket, on: server, mode: "unconditional") { mount, proxy in
+                // The first small creation shows the server ignores `If-None-Match: *` (it writes twice).
+                try await Command.bash("echo first > \"$1\"", mount.path("first.txt")).check()
+                try await mount.sync()
+                #expect(try await server.get(bucket: bucket, key: "first.txt") == Data("first\n".utf8))
 
-            try await Command(["cat", mount.path("notes.txt")]).check()
-            try await server.put(Data("changed on the server\n".utf8), bucket: bucket, key: "notes.txt")
-            // A name taken on the server since the mount listed the folder.
-            try await server.put(Data("theirs\n".utf8), bucket: bucket, key: "late.txt")
-            try await Command.bash("echo 'changed here' > \"$1\"", mount.path("notes.txt")).check()
-            try await Command.bash("echo mine > \"$1\"", mount.path("late.txt")).check()
-            try await mount.sync()
-            #expect(try await server.get(bucket: bucket, key: "notes.txt") == Data("changed on the server\n".utf8))
-            #expect(try await server.get(bucket: bucket, key: "late.txt") == Data("theirs\n".utf8))
-            let keys = try await server.keys(bucket: bucket)
-            let notes = try #require(keys.first { $0.hasPrefix("notes (conflict ") }, "\(keys)")
-            #expect(try await server.get(bucket: bucket, key: notes) == Data("changed here\n".utf8))
-            let late = try #require(keys.first { $0.hasPrefix("late (") && $0 != "late.txt" }, "\(keys)")
-            #expect(try await server.get(bucket: bucket, key: late) == Data("mine\n".utf8))
-            let puts = try proxy.answers().filter { $0.method == "PUT" }
-            #expect(!puts.contains { $0.status == 412 }, "the proxy let a precondition through: \(puts)")
+                try await Command(["cat", mount.path("notes.txt")]).check()
+                try await server.put(Data("changed on the server\n".utf8), bucket: bucket, key: "notes.txt")
+                // A name taken on the server since the mount listed the folder.
+                try await server.put(Data("theirs\n".utf8), bucket: bucket, key: "late.txt")
+                try await Command.bash("echo 'changed here' > \"$1\"", mount.path("notes.txt")).check()
+                try await Command.bash("echo mine > \"$1\"", mount.path("late.txt")).check()
+                try await mount.sync()
+                #expect(try await server.get(bucket: bucket, key: "notes.txt") == Data("changed on the server\n".utf8))
+                #expect(try await server.get(bucket: bucket, key: "late.txt") == Data("theirs\n".utf8))
+                let keys = try await server.keys(bucket: bucket)
+                let notes = try #require(keys.first { $0.hasPrefix("notes (conflict ") }, "\(keys)")
+                #expect(try await server.get(bucket: bucket, key: notes) == Data("changed here\n".utf8))
+                let late = try #require(keys.first { $0.hasPrefix("late (") && $0 != "late.txt" }, "\(keys)")
+                #expect(try await server.get(bucket: bucket, key: late) == Data("mine\n".utf8))
+                let puts = try proxy.answers().filter { $0.method == "PUT" }
+                #expect(!puts.contains { $0.status == 412 }, "the proxy let a precondition through: \(puts)")
+            }
         }
 
         @Test("keys that cannot be names on Linux are skipped and logged, the rest shown")
@@ -341,25 +337,18 @@ extension MountTests {
         func entityTooLargeIsARefusal() async throws {
             let server = try await S3TestServer.shared()
             let bucket = try await Self.bucket("toolarge", on: server, files: [:])
-            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "toolarge")
-            defer { proxy.stop() }
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch,
-                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            try await Command.bash("echo big > \"$1\"", mount.path("big.txt")).check()
-            let synced = try await FpfsBinary.command(
-                ["sync", mount.mountpoint, "--timeout", "60"], timeout: .seconds(90)
-            ).run()
-            #expect(synced.status != 0 && synced.stderr.contains("refused"), "\(synced)")
-            #expect(try await mount.xattr("user.fpfs.state", of: "big.txt") == "error")
-            let sent = try proxy.answers().filter { $0.method == "PUT" }.count
-            try await Task.sleep(for: .seconds(3))
-            #expect(try proxy.answers().filter { $0.method == "PUT" }.count == sent, "sent again within 3 s")
-            #expect(try await server.get(bucket: bucket, key: "big.txt") == nil)
+            try await Self.withMountThroughProxy(bucket, on: server, mode: "toolarge") { mount, proxy in
+                try await Command.bash("echo big > \"$1\"", mount.path("big.txt")).check()
+                let synced = try await FpfsBinary.command(
+                    ["sync", mount.mountpoint, "--timeout", "60"], timeout: .seconds(90)
+                ).run()
+                #expect(synced.status != 0 && synced.stderr.contains("refused"), "\(synced)")
+                #expect(try await mount.xattr("user.fpfs.state", of: "big.txt") == "error")
+                let sent = try proxy.answers().filter { $0.method == "PUT" }.count
+                try await Task.sleep(for: .seconds(3))
+                #expect(try proxy.answers().filter { $0.method == "PUT" }.count == sent, "sent again within 3 s")
+                #expect(try await server.get(bucket: bucket, key: "big.txt") == nil)
+            }
         }
 
         @Test("one bucket name on two endpoints gets two default cache folders, each mounted at once")
@@ -375,8 +364,10 @@ extension MountTests {
             defer { for mount in mounts { mount.unmount() } }
             for (scratch, endpoint) in zip(scratches, [server.endpoint, proxy.endpoint]) {
                 var command = try FpfsBinary.command(
-                    ["mount", "s3://\(bucket)", scratch.mountpoint, "--s3-endpoint", endpoint.absoluteString,
-                     "--poll-interval", "0"], timeout: .seconds(60))
+                    [
+                        "mount", "s3://\(bucket)", scratch.mountpoint, "--s3-endpoint", endpoint.absoluteString,
+                        "--poll-interval", "0",
+                    ], timeout: .seconds(60))
                 command.environment = Self.environment(server).merging(["XDG_CACHE_HOME": home]) { $1 }
                 let output = await command.run()
                 let folders = (try? FileManager.default.contentsOfDirectory(atPath: home + "/fpfs")) ?? []
@@ -452,24 +443,31 @@ extension MountTests {
             #expect(!output.stderr.contains(wrongSecret), "the secret is in the message")
             #expect(!MountTable.isMounted(scratch.mountpoint))
 
+            // A session token is a secret too (RGW without STS ignores it).
+            let token = "token-\(UUID().uuidString)"
             let mount = try await TestMount.start(
                 remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
-                environment: Self.environment(server))
+                environment: Self.environment(server).merging(["AWS_SESSION_TOKEN": token]) { $1 })
             defer { mount.unmount() }
             #expect(try await Command(["cat", mount.path("a.txt")]).check().stdout == "kept\n")
             let processes = try await Command(["ps", "-eo", "args"]).check()
             #expect(!processes.stdout.contains(server.secretKey), "the secret is in the process list")
+            #expect(!processes.stdout.contains(token), "the token is in the process list")
             let daemon = try #require(mount.daemon)
             for file in ["environ", "cmdline"] {
                 let shown = String(
                     decoding: try Data(contentsOf: URL(fileURLWithPath: "/proc/\(daemon.pid)/\(file)")), as: UTF8.self)
                 #expect(!shown.contains(server.secretKey), "the secret is in the daemon's /proc/PID/\(file)")
+                #expect(!shown.contains(token), "the session token is in the daemon's /proc/PID/\(file)")
                 if file == "environ" {
-                    #expect(shown.contains("AWS_ACCESS_KEY_ID=\(server.accessKey)"), "the environment was not passed on")
+                    #expect(
+                        shown.contains("AWS_ACCESS_KEY_ID=\(server.accessKey)"), "the environment was not passed on")
                 }
             }
             let log = try String(contentsOfFile: scratch.cache + "/fpfs.log", encoding: .utf8)
-            #expect(!log.contains(server.secretKey) && !log.contains(wrongSecret), "the secret is in the log")
+            #expect(
+                !log.contains(server.secretKey) && !log.contains(wrongSecret) && !log.contains(token),
+                "the secret is in the log")
             let store = try await Command.bash(
                 "cat \"$1\"/* 2>/dev/null | grep -c -F \"$2\" || true", scratch.cache, server.secretKey
             ).check()

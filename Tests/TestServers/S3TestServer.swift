@@ -109,10 +109,11 @@ public final class S3TestServer: Sendable {
     ) async throws -> (status: Int, body: Data) {
         let bodyFile = directory.appending(path: "body-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: bodyFile) }
-        var arguments = [
-            "curl", "-s", "-g", "--path-as-is", "-X", method, "--aws-sigv4", "aws:amz:\(region):s3", "--user",
-            "\(accessKey):\(secretKey)", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-w", "\n%{http_code}",
-        ] + options
+        var arguments =
+            [
+                "curl", "-s", "-g", "--path-as-is", "-X", method, "--aws-sigv4", "aws:amz:\(region):s3", "--user",
+                "\(accessKey):\(secretKey)", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-w", "\n%{http_code}",
+            ] + options
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
         if let body {
             try body.write(to: bodyFile)
@@ -139,7 +140,8 @@ public final class S3TestServer: Sendable {
         var headers: [String: String] = [:]
         for line in String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline) {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         return headers
     }
