@@ -31,6 +31,9 @@ extension S3Provider {
         public var partSize: Int64 = 16 << 20
         /// Parts of one multipart upload sent side by side at most (`--upload-depth`).
         public var partsInFlight = 4
+        /// Objects larger than this are copied (renamed, given new metadata) part by part
+        /// (`UploadPartCopy`): `CopyObject` takes at most 5 GiB.
+        public var multipartCopyThreshold: Int64 = 5 << 30
 
         public init(
             endpoint: URL, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = true,

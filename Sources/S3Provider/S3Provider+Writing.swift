@@ -78,13 +78,15 @@ extension S3Provider {
                     try await put(
                         try await body(of: contents), at: target, precondition: ("If-None-Match", "*"), metadata: item)
                 } else {
-                    try await copy(source, to: target, ifMatching: baseVersion)
+                    try await copy(source, to: target, ifMatching: baseVersion, size: item.size)
                     await metadata.move(source, to: target)
                 }
                 try await delete(source)
             } else if writes {
                 do {
-                    if writesAreConditional.withLock({ $0 }) != true { try await requireVersion(baseVersion, of: source) }
+                    if writesAreConditional.withLock({ $0 }) != true {
+                        try await requireVersion(baseVersion, of: source)
+                    }
                     try await put(
                         try await body(of: contents), at: source,
                         precondition: ("If-Match", S3Path.etag(of: baseVersion)),
@@ -177,8 +179,14 @@ extension S3Provider {
     /// precondition: the copy rewrites whatever the object holds now, so no bytes are lost, and
     /// the head that follows shows the engine a newer version if there is one.
     private func replaceMetadata(of path: S3Path, with item: Item) async throws {
-        // CopyObject takes objects up to 5 GiB; a larger one keeps its metadata here only.
-        guard item.size <= 5 << 30 else { return }
+        if Int64(clamping: item.size) > client.configuration.multipartCopyThreshold {
+            // Part by part, each naming the ETag a HEAD sees now: parts of two versions never mix.
+            let current = try await head(path)
+            try await S3MultipartUpload(provider: self).copy(
+                key(of: path), etag: S3Path.etag(of: current.version), length: Int64(clamping: current.size),
+                to: key(of: path), headers: try described(item, at: path), path: path)
+            return
+        }
         let headers =
             [
                 ("x-amz-copy-source", copySource(of: path)),
@@ -246,8 +254,25 @@ extension S3Provider {
         guard current.version.content == version.content else { throw ProviderError.conflict(remote: current) }
     }
 
-    /// `CopyObject` of the file at `source`, provided it is still of `version`.
-    private func copy(_ source: S3Path, to target: S3Path, ifMatching version: ItemVersion?) async throws {
+    /// `CopyObject` of the file at `source` (of `size` bytes), provided it is still of `version`;
+    /// part by part above the multipart-copy threshold, with the source's metadata.
+    private func copy(_ source: S3Path, to target: S3Path, ifMatching version: ItemVersion?, size: UInt64)
+        async throws
+    {
+        if Int64(clamping: size) > client.configuration.multipartCopyThreshold {
+            let current = try await head(source)
+            if let version, current.version.content != version.content {
+                throw ProviderError.conflict(remote: current)
+            }
+            do {
+                try await S3MultipartUpload(provider: self).copy(
+                    key(of: source), etag: S3Path.etag(of: current.version), length: Int64(clamping: current.size),
+                    to: key(of: target), headers: try described(current, at: target), path: target)
+            } catch ProviderError.versionNoLongerAvailable {
+                throw ProviderError.conflict(remote: try? await head(source))
+            }
+            return
+        }
         var headers = [("x-amz-copy-source", copySource(of: source))]
         if let version { headers.append(("x-amz-copy-source-if-match", S3Path.etag(of: version))) }
         let answer = try await client.sendCollecting(
@@ -275,32 +300,35 @@ extension S3Provider {
         {
             throw ProviderError.filenameCollision(existing: taken)
         }
-        let keys = try await keys(under: source)
-        guard !keys.isEmpty else {
+        let objects = try await objects(under: source)
+        guard !objects.isEmpty else {
             if resuming, try await folderExists(target) { return }
             throw ProviderError.noSuchItem(source.identifier)
         }
         let journal = S3FolderMoves(provider: self)
         let entry = try await journal.note(source, to: target)
-        for key in keys {
-            let moved = S3Path(relative: target.relative + key.dropFirst(source.relative.count))
-            try await copy(S3Path(relative: key), to: moved, ifMatching: nil)
-            await metadata.move(S3Path(relative: key), to: moved)
+        for object in objects {
+            let moved = S3Path(relative: target.relative + object.relative.dropFirst(source.relative.count))
+            try await copy(S3Path(relative: object.relative), to: moved, ifMatching: nil, size: object.size)
+            await metadata.move(S3Path(relative: object.relative), to: moved)
         }
-        for key in keys.sorted(by: >) { try await delete(S3Path(relative: key)) }
+        for key in objects.map(\.relative).sorted(by: >) { try await delete(S3Path(relative: key)) }
         await journal.forget(entry)
     }
 
     /// Every key under a folder's prefix (relative to the mount), its marker included.
-    func keys(under folder: S3Path) async throws -> [String] {
-        var keys: [String] = []
+    func keys(under folder: S3Path) async throws -> [String] { try await objects(under: folder).map(\.relative) }
+
+    /// Every object under a folder's prefix, its marker included.
+    func objects(under folder: S3Path) async throws -> [S3ListPage.Object] {
+        var objects: [S3ListPage.Object] = []
         var token: String?
         repeat {
             let page = try await listPage(of: folder, token: token, maximumKeys: 1000, flat: true)
-            keys += page.objects.map(\.relative)
+            objects += page.objects
             token = page.nextToken
         } while token != nil
-        return keys
+        return objects
     }
 
     /// What holds `name` in `parent` now, as a file (a `HEAD`) or a folder (any key under it).
