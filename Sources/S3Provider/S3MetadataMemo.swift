@@ -12,7 +12,7 @@ import Synchronization
 final class S3MetadataMemo: Sendable {
     private struct Entry: Codable, Sendable {
         var key: String
-        /// Nil: the object was deleted.
+        /// Nil: nothing is known of the key any more (deleted, or without metadata now).
         var etag: String?
         var metadata: S3ObjectMetadata?
     }
@@ -63,10 +63,14 @@ final class S3MetadataMemo: Sendable {
     func learn(_ metadata: S3ObjectMetadata, of item: Item) async -> Item {
         let key = item.identifier.rawValue
         let etag = S3Path.etag(of: item.version)
-        let entry = Entry(key: key, etag: etag, metadata: metadata.isEmpty ? nil : metadata)
+        // An object without fpfs's metadata (another tool's, most of a big bucket) needs no entry.
+        let entry = metadata.isEmpty ? Entry(key: key, etag: nil) : Entry(key: key, etag: etag, metadata: metadata)
         let changed = entries.withLock { entries in
             let old = entries[key]
             if old?.etag == entry.etag, old?.metadata == entry.metadata { return false }
+            if entry.etag == nil {
+                return entries.removeValue(forKey: key) != nil
+            }
             entries[key] = entry
             return true
         }
@@ -77,7 +81,7 @@ final class S3MetadataMemo: Sendable {
     /// Forgets the key of a deleted object.
     func forget(_ path: S3Path) async {
         let known = entries.withLock { $0.removeValue(forKey: path.relative) != nil }
-        if known { await append(Entry(key: path.relative, etag: nil, metadata: nil)) }
+        if known { await append(Entry(key: path.relative, etag: nil)) }
     }
 
     /// Moves what is known of `source` to `target` (a copy keeps an object's metadata and, on a
@@ -90,7 +94,7 @@ final class S3MetadataMemo: Sendable {
             return entry
         }
         if let moved {
-            await append(Entry(key: source.relative, etag: nil, metadata: nil))
+            await append(Entry(key: source.relative, etag: nil))
             await append(moved)
         }
     }

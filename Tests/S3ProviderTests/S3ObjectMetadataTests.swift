@@ -46,4 +46,28 @@ import Testing
         garbage.add(name: "x-amz-meta-mtime", value: "yesterday")
         #expect(S3ObjectMetadata(headers: garbage).isEmpty)
     }
+
+    /// The memo shows in listings what a GET or HEAD found, for that ETag only, across remounts;
+    /// an object without metadata leaves no entry.
+    @Test func memoAppliesByETagAndPersists() async throws {
+        let state = FileManager.default.temporaryDirectory.appending(path: "fpfs-s3-memo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let path = S3Path(relative: "d/a.txt")
+        let listed = path.fileItem(size: 3, etag: "\"v1\"", modified: Timestamp(seconds: 1_800_000_000))
+        let kept = S3ObjectMetadata(modified: Timestamp(seconds: 1_500_000_000, nanoseconds: 5), permissions: 0o600)
+        let memo = S3MetadataMemo(stateDirectory: state)
+        let learned = await memo.learn(kept, of: listed)
+        #expect(learned.contentModificationDate == kept.modified && learned.permissions == 0o600)
+        let plain = S3Path(relative: "plain.txt").fileItem(size: 1, etag: "p", modified: .epoch)
+        _ = await memo.learn(S3ObjectMetadata(), of: plain)
+
+        let again = S3MetadataMemo(stateDirectory: state)
+        #expect(again.applied(to: listed) == learned, "a remount lost what the last one learned")
+        let rewritten = path.fileItem(size: 3, etag: "v2", modified: Timestamp(seconds: 1_800_000_100))
+        #expect(again.applied(to: rewritten) == rewritten, "another ETag took the old metadata")
+        let lines = try String(contentsOf: state.appending(path: "metadata.jsonl"), encoding: .utf8)
+        #expect(lines.split(separator: "\n").count == 1, "\(lines)")
+        await again.forget(path)
+        #expect(S3MetadataMemo(stateDirectory: state).applied(to: listed) == listed)
+    }
 }
