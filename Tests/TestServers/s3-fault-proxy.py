@@ -92,6 +92,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             declared = len(data)
         if self.command == "HEAD":
             declared = int(answer.getheader("Content-Length") or 0)
+        # Logged before the answer goes out: a client that got it finds it in the log.
+        if LOG:
+            LOG.write(f"{self.command} {self.path} {answer.status} {0 if self.command == 'HEAD' else len(data)}\n")
         self.send_response(answer.status)
         for name, value in out_headers:
             self.send_header(name, value)
@@ -102,11 +105,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
-        if LOG:
-            LOG.write(f"{self.command} {self.path} {answer.status} {0 if self.command == 'HEAD' else len(data)}\n")
         self.wfile.flush()
 
     def refuse(self, status, body):
+        if LOG:
+            LOG.write(f"{self.command} {self.path} {status} {0 if self.command == 'HEAD' else len(body)}\n")
         self.send_response(status)
         if MODE == "region":
             self.send_header("x-amz-bucket-region", "eu-west-1")
@@ -114,8 +117,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        if LOG:
-            LOG.write(f"{self.command} {self.path} {status} {len(body)}\n")
 
     @staticmethod
     def shifted(value):
