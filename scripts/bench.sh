@@ -77,16 +77,9 @@ trap cleanup EXIT
 log() { echo "bench: $*" >&2; }
 
 # --- data -------------------------------------------------------------------------------------
-mkdir -p "$work/remote" "$work/mnt" "$work/rclone-mnt" "$work/apache/lock"
-if wants B1 || wants B2 || wants B3; then
-    log "writing a ${big_mib} MiB file of random bytes"
-    head -c $((big_mib << 20)) /dev/urandom >"$work/remote/big.bin"
-    printf 'x' >"$work/remote/one.bin"
-fi
-truncate -s 10G "$work/remote/sparse.bin"
-if wants B6; then
-    log "writing a tree of $((dirs * per_dir + flat)) files"
-    python3 - "$work/remote/tree" "$dirs" "$per_dir" "$flat" <<'EOF'
+# write_tree DIR: B6's tree (and S3's keys): dirs folders of per_dir empty files, and flat more in one.
+write_tree() {
+    python3 - "$1" "$dirs" "$per_dir" "$flat" <<'EOF'
 import os, sys
 root, dirs, per_dir, flat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 for d in range(dirs):
@@ -97,6 +90,17 @@ os.makedirs(f"{root}/flat")
 for f in range(flat):
     open(f"{root}/flat/f{f:06}", "w").close()
 EOF
+}
+mkdir -p "$work/remote" "$work/mnt" "$work/rclone-mnt" "$work/apache/lock"
+if wants B1 || wants B2 || wants B3; then
+    log "writing a ${big_mib} MiB file of random bytes"
+    head -c $((big_mib << 20)) /dev/urandom >"$work/remote/big.bin"
+    printf 'x' >"$work/remote/one.bin"
+fi
+truncate -s 10G "$work/remote/sparse.bin"
+if wants B6; then
+    log "writing a tree of $((dirs * per_dir + flat)) files"
+    write_tree "$work/remote/tree"
     cp -a "$work/remote/tree" "$work/local-tree"
 fi
 if wants B8; then
@@ -279,17 +283,7 @@ if wants S1 || wants S2 || wants S3 || wants S4; then
     fi
     if wants S3; then
         log "putting a tree of $((dirs * per_dir + flat)) keys"
-        python3 - "$work/s3-tree" "$dirs" "$per_dir" "$flat" <<'EOF'
-import os, sys
-root, dirs, per_dir, flat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-for d in range(dirs):
-    os.makedirs(f"{root}/d{d:04}")
-    for f in range(per_dir):
-        open(f"{root}/d{d:04}/f{f:03}", "w").close()
-os.makedirs(f"{root}/flat")
-for f in range(flat):
-    open(f"{root}/flat/f{f:06}", "w").close()
-EOF
+        write_tree "$work/s3-tree"
         rclone copy "$work/s3-tree" rgw:bench/tree --config /dev/null --transfers 32 --checkers 32
     fi
 fi

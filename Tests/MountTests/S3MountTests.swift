@@ -15,12 +15,32 @@ extension MountTests {
             ]
         }
 
-        /// A new bucket holding `files` (key: content).
-        static func bucket(_ label: String, on server: S3TestServer, files: [String: String]) async throws -> String {
+        /// A new bucket holding `files` (key: content), put with `headers` (key: its headers).
+        static func bucket(
+            _ label: String, on server: S3TestServer, files: [String: String], headers: [String: [String: String]] = [:]
+        ) async throws -> String {
             let bucket = S3TestServer.bucketName(label)
             try await server.makeBucket(bucket)
-            for (key, content) in files { try await server.put(Data(content.utf8), bucket: bucket, key: key) }
+            for (key, content) in files {
+                try await server.put(Data(content.utf8), bucket: bucket, key: key, headers: headers[key] ?? [:])
+            }
             return bucket
+        }
+
+        /// Runs `body` with a mount of `bucket` at `endpoint` (the server's by default) and the
+        /// scratch folder it uses, unmounted and removed after.
+        static func withMount(
+            _ bucket: String, on server: S3TestServer, endpoint: URL? = nil,
+            _ body: (TestMount, Scratch) async throws -> Void
+        ) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch,
+                options: ["--s3-endpoint", (endpoint ?? server.endpoint).absoluteString, "--poll-interval", "0"],
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            try await body(mount, scratch)
         }
 
         /// Runs `body` with a mount of `bucket` whose requests go through a proxy that logs every
@@ -31,14 +51,8 @@ extension MountTests {
         ) async throws {
             let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: mode)
             defer { proxy.stop() }
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch,
-                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            try await body(mount, proxy)
+            try await withMount(bucket, on: server, endpoint: proxy.endpoint) { mount, _ in try await body(mount, proxy)
+            }
         }
 
         static func options(_ server: S3TestServer) -> [String] {
@@ -106,28 +120,24 @@ extension MountTests {
             let bucket = try await Self.bucket(
                 "changes", on: server,
                 files: ["keep.txt": "v1\n", "gone.txt": "bye\n", "dir/a.txt": "a\n", "dir/sub/b.txt": "b\n"])
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "v1\n")
-            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "gone.txt", "keep.txt"])
+            try await Self.withMount(bucket, on: server) { mount, _ in
+                #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "v1\n")
+                #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "gone.txt", "keep.txt"])
 
-            try await server.put(Data("version two\n".utf8), bucket: bucket, key: "keep.txt")
-            try await server.put(Data("new\n".utf8), bucket: bucket, key: "fresh/new.txt")
-            _ = try await server.request("DELETE", "/\(bucket)/gone.txt")
-            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
-            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "fresh", "keep.txt"])
-            #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "version two\n")
-            #expect(try await Command(["cat", mount.path("fresh/new.txt")]).check().stdout == "new\n")
+                try await server.put(Data("version two\n".utf8), bucket: bucket, key: "keep.txt")
+                try await server.put(Data("new\n".utf8), bucket: bucket, key: "fresh/new.txt")
+                _ = try await server.request("DELETE", "/\(bucket)/gone.txt")
+                try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+                #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "fresh", "keep.txt"])
+                #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "version two\n")
+                #expect(try await Command(["cat", mount.path("fresh/new.txt")]).check().stdout == "new\n")
 
-            try await Command(["mv", mount.path("dir"), mount.path("moved")]).check()
-            try await mount.sync()
-            let keys = try await server.keys(bucket: bucket).sorted()
-            #expect(keys == ["fresh/new.txt", "keep.txt", "moved/a.txt", "moved/sub/b.txt"], "\(keys)")
-            #expect(try await Command(["cat", mount.path("moved/sub/b.txt")]).check().stdout == "b\n")
+                try await Command(["mv", mount.path("dir"), mount.path("moved")]).check()
+                try await mount.sync()
+                let keys = try await server.keys(bucket: bucket).sorted()
+                #expect(keys == ["fresh/new.txt", "keep.txt", "moved/a.txt", "moved/sub/b.txt"], "\(keys)")
+                #expect(try await Command(["cat", mount.path("moved/sub/b.txt")]).check().stdout == "b\n")
+            }
         }
 
         @Test("two mounts of one bucket (two cache folders) editing the same file keep both versions")
@@ -211,13 +221,10 @@ extension MountTests {
         )
         func metadataInUserMetadata() async throws {
             let server = try await S3TestServer.shared()
-            let bucket = S3TestServer.bucketName("metadata")
-            try await server.makeBucket(bucket)
             // As rclone (mtime) and s3fs (mode 0o100700 in decimal) leave an object.
-            try await server.put(
-                Data("made elsewhere\n".utf8), bucket: bucket, key: "tool.txt",
-                headers: ["x-amz-meta-mtime": "1500000000.25", "x-amz-meta-mode": "33216"])
-            try await server.put(Data("plain\n".utf8), bucket: bucket, key: "plain.txt")
+            let bucket = try await Self.bucket(
+                "metadata", on: server, files: ["tool.txt": "made elsewhere\n", "plain.txt": "plain\n"],
+                headers: ["tool.txt": ["x-amz-meta-mtime": "1500000000.25", "x-amz-meta-mode": "33216"]])
             let scratch = try Scratch()
             defer { scratch.remove() }
             var mount = try await TestMount.start(
@@ -291,20 +298,16 @@ extension MountTests {
             let bucket = try await Self.bucket(
                 "unshowable", on: server,
                 files: ["ok.txt": "ok\n", "dots/../x": "x\n", "dots/fine": "f\n", "\(long)/x": "x\n", "a//b": "b\n"])
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["a", "dots", "ok.txt"])
-            #expect(try await Command(["ls", mount.path("dots")]).check().lines == ["fine"])
-            #expect(try await Command(["ls", mount.path("a")]).check().lines == [])
-            let log = try String(contentsOfFile: scratch.cache + "/fpfs.log", encoding: .utf8)
-            let skipped = log.split(separator: "\n").filter { $0.contains("skipping") }
-            #expect(skipped.contains { $0.contains(long) && $0.contains("256 bytes") }, "\(skipped)")
-            #expect(skipped.contains { $0.contains("skipping .. in") }, "\(skipped)")
-            #expect(skipped.contains { $0.contains("(0 bytes)") }, "\(skipped)")
+            try await Self.withMount(bucket, on: server) { mount, scratch in
+                #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["a", "dots", "ok.txt"])
+                #expect(try await Command(["ls", mount.path("dots")]).check().lines == ["fine"])
+                #expect(try await Command(["ls", mount.path("a")]).check().lines == [])
+                let log = try String(contentsOfFile: scratch.cache + "/fpfs.log", encoding: .utf8)
+                let skipped = log.split(separator: "\n").filter { $0.contains("skipping") }
+                #expect(skipped.contains { $0.contains(long) && $0.contains("256 bytes") }, "\(skipped)")
+                #expect(skipped.contains { $0.contains("skipping .. in") }, "\(skipped)")
+                #expect(skipped.contains { $0.contains("(0 bytes)") }, "\(skipped)")
+            }
         }
 
         @Test(
@@ -388,38 +391,31 @@ extension MountTests {
         @Test("user.* attributes go to x-amz-meta-xattr as s3fs keeps them; beyond S3's 2 KB, E2BIG")
         func userAttributesInMetadata() async throws {
             let server = try await S3TestServer.shared()
-            let bucket = S3TestServer.bucketName("xattrs")
-            try await server.makeBucket(bucket)
             // As s3fs leaves an object: {"user.color":"Ymx1ZQ=="} ("blue"), percent-encoded.
-            try await server.put(
-                Data("tagged elsewhere\n".utf8), bucket: bucket, key: "theirs.txt",
-                headers: ["x-amz-meta-xattr": "%7B%22user.color%22%3A%22Ymx1ZQ%3D%3D%22%7D"])
-            try await server.put(Data("plain\n".utf8), bucket: bucket, key: "mine.txt")
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            try await Command(["cat", mount.path("theirs.txt")]).check()
-            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
-            #expect(try await mount.xattr("user.color", of: "theirs.txt") == "blue")
+            let bucket = try await Self.bucket(
+                "xattrs", on: server, files: ["theirs.txt": "tagged elsewhere\n", "mine.txt": "plain\n"],
+                headers: ["theirs.txt": ["x-amz-meta-xattr": "%7B%22user.color%22%3A%22Ymx1ZQ%3D%3D%22%7D"]])
+            try await Self.withMount(bucket, on: server) { mount, _ in
+                try await Command(["cat", mount.path("theirs.txt")]).check()
+                try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+                #expect(try await mount.xattr("user.color", of: "theirs.txt") == "blue")
 
-            try await Command(["setfattr", "-n", "user.tag", "-v", "red", mount.path("mine.txt")]).check()
-            let tooLong = String(repeating: "x", count: 1800)
-            let refused = await Command(["setfattr", "-n", "user.big", "-v", tooLong, mount.path("mine.txt")]).run()
-            #expect(!refused.succeeded && refused.stderr.contains("Argument list too long"), "\(refused)")
-            try await mount.sync()
-            let head = try #require(try await server.head(bucket: bucket, key: "mine.txt"))
-            let value = try #require(head["x-amz-meta-xattr"], "\(head)")
-            let json = try #require(value.removingPercentEncoding)
-            #expect(json == #"{"user.tag":"cmVk"}"#, "\(json)")
-            #expect(try await server.get(bucket: bucket, key: "mine.txt") == Data("plain\n".utf8))
-            // A new content keeps the attributes (a PUT replaces all metadata).
-            try await Command.bash("echo rewritten > \"$1\"", mount.path("mine.txt")).check()
-            try await mount.sync()
-            let after = try #require(try await server.head(bucket: bucket, key: "mine.txt"))
-            #expect(after["x-amz-meta-xattr"] == value, "\(after)")
+                try await Command(["setfattr", "-n", "user.tag", "-v", "red", mount.path("mine.txt")]).check()
+                let tooLong = String(repeating: "x", count: 1800)
+                let refused = await Command(["setfattr", "-n", "user.big", "-v", tooLong, mount.path("mine.txt")]).run()
+                #expect(!refused.succeeded && refused.stderr.contains("Argument list too long"), "\(refused)")
+                try await mount.sync()
+                let head = try #require(try await server.head(bucket: bucket, key: "mine.txt"))
+                let value = try #require(head["x-amz-meta-xattr"], "\(head)")
+                let json = try #require(value.removingPercentEncoding)
+                #expect(json == #"{"user.tag":"cmVk"}"#, "\(json)")
+                #expect(try await server.get(bucket: bucket, key: "mine.txt") == Data("plain\n".utf8))
+                // A new content keeps the attributes (a PUT replaces all metadata).
+                try await Command.bash("echo rewritten > \"$1\"", mount.path("mine.txt")).check()
+                try await mount.sync()
+                let after = try #require(try await server.head(bucket: bucket, key: "mine.txt"))
+                #expect(after["x-amz-meta-xattr"] == value, "\(after)")
+            }
         }
 
         @Test("a wrong secret fails the mount with one clear line; the secret shows in no process, log or message")
