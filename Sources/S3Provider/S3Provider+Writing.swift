@@ -80,6 +80,10 @@ extension S3Provider {
                 } else {
                     try await copy(source, to: target, ifMatching: baseVersion, size: item.size)
                     await metadata.move(source, to: target)
+                    // A copy keeps the old metadata; a chmod or touch journalled with the move goes after.
+                    if !changedFields.isDisjoint(with: Self.metadataFields) {
+                        try await replaceMetadata(of: target, with: item)
+                    }
                 }
                 try await delete(source)
             } else if writes {

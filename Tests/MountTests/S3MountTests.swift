@@ -260,6 +260,16 @@ extension MountTests {
             try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
             #expect(try await stat("tool.txt") == "1500000000.25 700\n", "the remount lost the metadata")
             #expect(try await stat("plain.txt") == "1400000000.50 640\n")
+
+            // A rename copies the old metadata; a chmod sent with it still reaches the server.
+            try await Command.bash(
+                "mv \"$1/plain.txt\" \"$1/moved.txt\" && chmod 600 \"$1/moved.txt\"", mount.mountpoint
+            )
+            .check()
+            try await mount.sync()
+            let moved = try #require(try await server.head(bucket: bucket, key: "moved.txt"))
+            #expect(moved["x-amz-meta-mode"] == String(0o100600), "\(moved)")
+            #expect(moved["x-amz-meta-mtime"] == "1400000000.5", "\(moved)")
         }
 
         @Test("on a server that ignores If-Match and If-None-Match, an edit racing a remote one still keeps both")
