@@ -9,7 +9,8 @@
 #     reads and names) and 3 repetitions instead of 5, under 10 minutes; --only: just those
 #     benchmarks (B4, B9 and B11 come with B1 and B6).
 # Round-trip time (B2, B3, B5, B8) is added by scripts/lib/delay-proxy.py in front of the server:
-# this kernel has no netem qdisc.
+# this kernel has no netem qdisc. S1-S4 measure an S3 bucket on a one-node Ceph RADOS Gateway
+# (scripts/lib/ceph-rgw.sh) against curl (SigV4), rclone mount of the bucket and s3fs.
 set -euo pipefail
 # Bash reads a script while it runs it, and a full run lasts an hour: the whole script is one
 # group, parsed before any of it runs and ending in `exit`, so that editing this file during a
@@ -18,13 +19,13 @@ set -euo pipefail
 
 quick=0
 repetitions=""
-only="B1,B2,B3,B5,B6,B7,B8,B10"
-usage() { echo "usage: scripts/bench.sh [--quick] [--repetitions N] [--only B1,B2,...]" >&2; exit 2; }
+only="B1,B2,B3,B5,B6,B7,B8,B10,S1,S2,S3,S4"
+usage() { echo "usage: scripts/bench.sh [--quick] [--repetitions N] [--only B1,S1,...]" >&2; exit 2; }
 while (($#)); do
     case "$1" in
     --quick) quick=1 ;;
     --repetitions) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || usage; repetitions="$2"; shift ;;
-    --only) [[ "${2:-}" =~ ^B[0-9]+(,B[0-9]+)*$ ]] || usage; only="$2"; shift ;;
+    --only) [[ "${2:-}" =~ ^[BS][0-9]+(,[BS][0-9]+)*$ ]] || usage; only="$2"; shift ;;
     *) usage ;;
     esac
     shift
@@ -55,14 +56,18 @@ work="$(mktemp -d /var/tmp/fpfs-bench.XXXXXX)"
 chmod 755 "$work"
 server_pgid=""
 rclone_pid=""
+rgw_pgid=""
 proxy_pids=()
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-    for mnt in "$work/mnt" "$work/rclone-mnt"; do
+    for mnt in "$work/mnt" "$work/rclone-mnt" "$work/s3fs-mnt"; do
         if mountpoint -q "$mnt" 2>/dev/null; then fusermount3 -u -z "$mnt" 2>/dev/null || true; fi
     done
     if [[ -n "$rclone_pid" ]]; then kill "$rclone_pid" 2>/dev/null || true; wait "$rclone_pid" 2>/dev/null || true; fi
-    if [[ -f "$work/cache/daemon.pid" ]]; then kill "$(cat "$work/cache/daemon.pid")" 2>/dev/null || true; fi
+    for cache in "$work/cache" "$work/s3-cache"; do
+        if [[ -f "$cache/daemon.pid" ]]; then kill "$(cat "$cache/daemon.pid")" 2>/dev/null || true; fi
+    done
+    if [[ -n "$rgw_pgid" ]]; then kill -TERM -- "-$rgw_pgid" 2>/dev/null || true; wait "$rgw_pgid" 2>/dev/null || true; fi
     for pid in "${proxy_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     if [[ -n "$server_pgid" ]]; then kill -TERM -- "-$server_pgid" 2>/dev/null || true; wait "$server_pgid" 2>/dev/null || true; fi
     rm -rf --one-file-system "$work"
@@ -72,16 +77,9 @@ trap cleanup EXIT
 log() { echo "bench: $*" >&2; }
 
 # --- data -------------------------------------------------------------------------------------
-mkdir -p "$work/remote" "$work/mnt" "$work/rclone-mnt" "$work/apache/lock"
-if wants B1 || wants B2 || wants B3; then
-    log "writing a ${big_mib} MiB file of random bytes"
-    head -c $((big_mib << 20)) /dev/urandom >"$work/remote/big.bin"
-    printf 'x' >"$work/remote/one.bin"
-fi
-truncate -s 10G "$work/remote/sparse.bin"
-if wants B6; then
-    log "writing a tree of $((dirs * per_dir + flat)) files"
-    python3 - "$work/remote/tree" "$dirs" "$per_dir" "$flat" <<'EOF'
+# write_tree DIR: B6's tree (and S3's keys): dirs folders of per_dir empty files, and flat more in one.
+write_tree() {
+    python3 - "$1" "$dirs" "$per_dir" "$flat" <<'EOF'
 import os, sys
 root, dirs, per_dir, flat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 for d in range(dirs):
@@ -92,6 +90,17 @@ os.makedirs(f"{root}/flat")
 for f in range(flat):
     open(f"{root}/flat/f{f:06}", "w").close()
 EOF
+}
+mkdir -p "$work/remote" "$work/mnt" "$work/rclone-mnt" "$work/apache/lock"
+if wants B1 || wants B2 || wants B3; then
+    log "writing a ${big_mib} MiB file of random bytes"
+    head -c $((big_mib << 20)) /dev/urandom >"$work/remote/big.bin"
+    printf 'x' >"$work/remote/one.bin"
+fi
+truncate -s 10G "$work/remote/sparse.bin"
+if wants B6; then
+    log "writing a tree of $((dirs * per_dir + flat)) files"
+    write_tree "$work/remote/tree"
     cp -a "$work/remote/tree" "$work/local-tree"
 fi
 if wants B8; then
@@ -198,6 +207,33 @@ rclone_unmount() {
     wait "$rclone_pid" 2>/dev/null || true
     rclone_pid=""
 }
+# curl with the S3 keys (SigV4), for the S rows' references.
+s3curl() {
+    curl -s -f --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+        -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
+}
+# fpfs, rclone and s3fs mounts of the bucket; fpfs and rclone at ENDPOINT (the server's, or a
+# logging proxy's).
+s3_fpfs_mount() {
+    rm -rf "$work/s3-cache"
+    "$fpfs" mount s3://bench "$work/mnt" --cache-dir "$work/s3-cache" --s3-endpoint "$1" --poll-interval 0
+    fpfs_pid="$(cat "$work/s3-cache/daemon.pid")"
+}
+# s3_rclone_mount MODE ENDPOINT: as rclone_mount, of the bucket.
+s3_rclone_mount() {
+    rm -rf "$work/rclone-cache"
+    # The endpoint in the remote's name: it overrides the remote's own, as a flag would not.
+    rclone mount "rgw,endpoint='$2':bench" "$work/rclone-mnt" --config /dev/null --read-only \
+        --vfs-cache-mode "$1" --cache-dir "$work/rclone-cache" --dir-cache-time 1h --attr-timeout 1h \
+        --log-file "$work/rclone.log" &
+    rclone_pid=$!
+    for _ in $(seq 200); do mountpoint -q "$work/rclone-mnt" && break; sleep 0.05; done
+}
+s3fs_mount() {
+    s3fs bench "$work/s3fs-mnt" -o url="$s3_url" -o use_path_request_style -o passwd_file="$work/s3fs.passwd" -o ro
+    for _ in $(seq 200); do mountpoint -q "$work/s3fs-mnt" && break; sleep 0.05; done
+}
+s3fs_unmount() { fusermount3 -u "$work/s3fs-mnt"; }
 
 # Samples: a file per series, one number a line.
 sample() { echo "$2" >>"$work/samples.$1"; }
@@ -221,6 +257,36 @@ row() {
     rows+=("| $1 | $2 | $(summary "$3") | $4 | $holds |")
     printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$holds" >>"$work/rows.tsv"
 }
+
+# The S3 server (S1-S4): Ceph RGW with the test user's keys, a bucket `bench` holding big.bin (as
+# B1's) and tree/ (as B6's), put there by curl and rclone. rclone reaches it as the remote `rgw:`.
+if wants S1 || wants S2 || wants S3 || wants S4; then
+    setsid scripts/lib/ceph-rgw.sh "$work/rgw" >"$work/rgw.out" 2>&1 &
+    rgw_pgid=$!
+    for _ in $(seq 600); do [[ -s "$work/rgw/endpoint" ]] && break; sleep 0.1; done
+    s3_url="$(cat "$work/rgw/endpoint")"
+    AWS_ACCESS_KEY_ID="$(sed -n 's/^FPFS_RGW_ACCESS_KEY="\(.*\)"$/\1/p' scripts/lib/ceph-rgw.sh)"
+    AWS_SECRET_ACCESS_KEY="$(sed -n 's/^FPFS_RGW_SECRET_KEY="\(.*\)"$/\1/p' scripts/lib/ceph-rgw.sh)"
+    export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_CONFIG_FILE=/nonexistent AWS_SHARED_CREDENTIALS_FILE=/nonexistent
+    # rclone's AWS SDK refuses AWS_CA_BUNDLE with rclone's own HTTP transport; the endpoint is http.
+    unset AWS_CA_BUNDLE
+    export RCLONE_CONFIG_RGW_TYPE=s3 RCLONE_CONFIG_RGW_PROVIDER=Ceph RCLONE_CONFIG_RGW_ENDPOINT="$s3_url" \
+        RCLONE_CONFIG_RGW_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" RCLONE_CONFIG_RGW_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY"
+    printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$work/s3fs.passwd"
+    chmod 600 "$work/s3fs.passwd"
+    mkdir -p "$work/s3fs-mnt" "$work/s3-curl"
+    s3curl -X PUT "$s3_url/bench" -o /dev/null
+    if wants S1 || wants S2 || wants S4; then
+        log "putting a ${big_mib} MiB object of random bytes"
+        head -c $((big_mib << 20)) /dev/urandom >"$work/s3-big.bin"
+        s3curl -T "$work/s3-big.bin" "$s3_url/bench/big.bin" -o /dev/null
+    fi
+    if wants S3; then
+        log "putting a tree of $((dirs * per_dir + flat)) keys"
+        write_tree "$work/s3-tree"
+        rclone copy "$work/s3-tree" rgw:bench/tree --config /dev/null --transfers 32 --checkers 32
+    fi
+fi
 
 # --- B1, B4, B9 (streaming), B11: cold sequential read ------------------------------------------
 bench_b1() {
@@ -760,10 +826,126 @@ PY
     row "B10 the same, until on the server" "fpfs (cp + fpfs sync) ÷ curl -K, one connection" b10_small_remote "≤ 1.1" "<=" 1.1
 }
 
+# --- S1-S4: the same on an S3 bucket (Ceph RGW) --------------------------------------------------
+# S1: B1 on the bucket, 1 MiB reads: curl's signed GET into the cache folder's disk, rclone mount
+# (off, full) and s3fs.
+bench_s1() {
+    local run mode curl_s fpfs_s rclone_s s3fs_s
+    for ((run = 1; run <= repetitions; run++)); do
+        drop_caches
+        curl_s=$(seconds s3curl -o "$work/s3-curl/big.bin" "$s3_url/bench/big.bin")
+        rm -f "$work/s3-curl/big.bin"
+        s3_fpfs_mount "$s3_url"
+        ls "$work/mnt" >/dev/null
+        drop_caches
+        fpfs_s=$(seconds dd if="$work/mnt/big.bin" of=/dev/null bs=1M status=none)
+        fpfs_unmount
+        for mode in off full; do
+            s3_rclone_mount $mode "$s3_url"
+            ls "$work/rclone-mnt" >/dev/null
+            drop_caches
+            rclone_s=$(seconds dd if="$work/rclone-mnt/big.bin" of=/dev/null bs=1M status=none)
+            rclone_unmount
+            sample "s1_rclone_$mode" "$(calc "$rclone_s / $fpfs_s")"
+        done
+        s3fs_mount
+        ls "$work/s3fs-mnt" >/dev/null
+        drop_caches
+        s3fs_s=$(seconds dd if="$work/s3fs-mnt/big.bin" of=/dev/null bs=1M status=none)
+        s3fs_unmount
+        sample s1_curl "$(calc "$curl_s / $fpfs_s")"
+        sample s1_s3fs "$(calc "$s3fs_s / $fpfs_s")"
+        log "S1 run $run: curl ${curl_s}s, fpfs ${fpfs_s}s, rclone off/full last ${rclone_s}s, s3fs ${s3fs_s}s"
+    done
+    row "S1 cold sequential read, $big_mib MiB object, 1M reads" "signed curl -o into the cache folder ÷ fpfs" s1_curl "≥ 0.8 (fpfs speed ÷ curl)" ">=" 0.8
+    row "S1 same" "rclone mount --vfs-cache-mode off, time ÷ fpfs time" s1_rclone_off "≥ 1.5" ">=" 1.5
+    row "S1 same" "rclone mount --vfs-cache-mode full, time ÷ fpfs time" s1_rclone_full "≥ 1.5" ">=" 1.5
+    row "S1 same" "s3fs, time ÷ fpfs time" s1_s3fs "-" ">=" 0
+}
+
+# S2: B5 on the bucket: random 4 KiB reads of big.bin, the bytes the server sent counted by
+# Tests/TestServers/s3-fault-proxy.py (mode pass, logging every answer) in front of RGW.
+bench_s2() {
+    local run proxy_port proxy_pid before fpfs_bytes rclone_bytes count=$random_reads
+    proxy_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    : >"$work/s3-proxy.log"
+    python3 Tests/TestServers/s3-fault-proxy.py "$proxy_port" "${s3_url##*:}" pass "$work/s3-proxy.log" \
+        >"$work/s3-proxy.out" 2>&1 &
+    proxy_pid=$!
+    proxy_pids+=("$proxy_pid")
+    for _ in $(seq 100); do grep -q ready "$work/s3-proxy.out" && break; sleep 0.1; done
+    for ((run = 1; run <= repetitions; run++)); do
+        s3_fpfs_mount "http://127.0.0.1:$proxy_port"
+        ls "$work/mnt" >/dev/null
+        before=$(proxy_bytes)
+        random_reads "$work/mnt/big.bin" "$count" 1 >/dev/null
+        fpfs_bytes=$(($(proxy_bytes) - before))
+        fpfs_unmount
+        s3_rclone_mount off "http://127.0.0.1:$proxy_port"
+        ls "$work/rclone-mnt" >/dev/null
+        before=$(proxy_bytes)
+        random_reads "$work/rclone-mnt/big.bin" "$count" 1 >/dev/null
+        rclone_bytes=$(($(proxy_bytes) - before))
+        rclone_unmount
+        sample s2_blocks "$(calc "$fpfs_bytes / ($count * $block_bytes)")"
+        sample s2_vs_rclone "$(calc "$fpfs_bytes / $rclone_bytes")"
+        log "S2 run $run: $count random reads: fpfs $fpfs_bytes bytes, rclone $rclone_bytes bytes from the server"
+    done
+    kill "$proxy_pid" 2>/dev/null || true
+    row "S2 random 4 KiB reads, $big_mib MiB object, 1 job" "server bytes per read, in 64 KiB blocks" s2_blocks "≤ 4" "<=" 4
+    row "S2 same" "server bytes ÷ rclone mount (cache off)'s" s2_vs_rclone "≤ 0.1" "<=" 0.1
+}
+# Body bytes the S2 proxy has sent so far (its log has a line per answer: method, path, status,
+# bytes).
+proxy_bytes() { sleep 0.3; awk '{ s += $4 } END { printf "%.0f\n", s }' "$work/s3-proxy.log"; }
+
+# S3: B6 on the bucket: ls -lR of the tree's keys, cold (a fresh mount each), against rclone mount
+# (cache off), which asks a HEAD per object for its modification time, and s3fs.
+bench_s3() {
+    local run fpfs_s rclone_s s3fs_s keys=$((dirs * per_dir + flat))
+    for ((run = 1; run <= repetitions; run++)); do
+        s3_fpfs_mount "$s3_url"
+        fpfs_s=$(seconds ls -lR "$work/mnt/tree")
+        fpfs_unmount
+        s3_rclone_mount off "$s3_url"
+        rclone_s=$(seconds ls -lR "$work/rclone-mnt/tree")
+        rclone_unmount
+        s3fs_mount
+        s3fs_s=$(seconds ls -lR "$work/s3fs-mnt/tree")
+        s3fs_unmount
+        sample s3_rclone "$(calc "$rclone_s / $fpfs_s")"
+        sample s3_s3fs "$(calc "$s3fs_s / $fpfs_s")"
+        log "S3 run $run, ls -lR of $keys keys, cold: fpfs ${fpfs_s}s, rclone ${rclone_s}s, s3fs ${s3fs_s}s"
+    done
+    row "S3 ls -lR of $keys keys, cold" "rclone mount (cache off) time ÷ fpfs time" s3_rclone "≥ 10" ">=" 10
+    row "S3 same" "s3fs time ÷ fpfs time" s3_s3fs "-" ">=" 0
+}
+
+# S4: B10's big write on the bucket, until on the server, against curl's signed PUT.
+bench_s4() {
+    local run curl_s app_s sync_s
+    for ((run = 1; run <= repetitions; run++)); do
+        curl_s=$(seconds s3curl -T "$work/s3-big.bin" "$s3_url/bench/writes/curl-big" -o /dev/null)
+        s3_fpfs_mount "$s3_url"
+        mkdir -p "$work/mnt/writes"
+        app_s=$(seconds dd if="$work/s3-big.bin" of="$work/mnt/writes/big" bs=1M conv=fsync status=none)
+        sync_s=$(seconds "$fpfs" sync "$work/mnt" --timeout 3600)
+        fpfs_unmount
+        s3curl -o "$work/s3-curl/back" "$s3_url/bench/writes/big"
+        cmp -s "$work/s3-big.bin" "$work/s3-curl/back" || log "S4: the server's copy of big differs"
+        rm -f "$work/s3-curl/back"
+        s3curl -X DELETE "$s3_url/bench/writes/big" -o /dev/null
+        sample s4_remote "$(calc "($app_s + $sync_s) / $curl_s")"
+        log "S4 run $run: fpfs ${app_s}s + sync ${sync_s}s, curl ${curl_s}s"
+    done
+    row "S4 $big_mib MiB write + fsync, until on the server" "fpfs (write + fpfs sync) ÷ signed curl -T" s4_remote "≤ 1.1" "<=" 1.1
+}
+
 # --- run ----------------------------------------------------------------------------------------
+
 big_gib="$(calc "$big_mib / 1024")"
 started=$(now)
-for benchmark in B1 B2 B3 B5 B6 B7 B8 B10; do
+for benchmark in B1 B2 B3 B5 B6 B7 B8 B10 S1 S2 S3 S4; do
     if wants $benchmark; then
         log "$benchmark"
         section_started=$(now)

@@ -21,8 +21,14 @@ public protocol FeatureDescribing: FileProvider {
     /// when it can. Called for every name the engine makes (create, mkdir, symlink, rename), so it
     /// must be quick and must not talk to the remote.
     func reasonItCannotHold(name: Filename, in parent: ItemIdentifier) -> String?
+
+    /// Why the remote cannot hold `attributes` (an item's whole set of users' extended attributes,
+    /// full names to values) on one item, for the log; nil when it can. The engine refuses the
+    /// `setxattr` that would make such a set with E2BIG. Quick, and never talks to the remote.
+    func reasonItCannotHold(attributes: [String: [UInt8]]) -> String?
 }
 
 extension FeatureDescribing {
     public func reasonItCannotHold(name: Filename, in parent: ItemIdentifier) -> String? { nil }
+    public func reasonItCannotHold(attributes: [String: [UInt8]]) -> String? { nil }
 }

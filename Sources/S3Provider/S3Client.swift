@@ -183,7 +183,9 @@ final class S3Client: Sendable {
         case (_, "RequestTimeTooSkewed"):
             return .notAuthenticated(
                 reason: "RequestTimeTooSkewed: this machine's clock is too far from the server's (\(said))")
-        case (_, "AuthorizationHeaderMalformed"), (_, "PermanentRedirect"), (301, _):
+        case (_, "AuthorizationHeaderMalformed"), (_, "PermanentRedirect"), (301, _),
+            (400, "") where answer.headers.first(name: "x-amz-bucket-region") != nil:
+            // A HEAD's answer has no body: its header names the region.
             let region = document?.text(of: "Region") ?? answer.headers.first(name: "x-amz-bucket-region")
             return .cannotSynchronize(
                 reason: "the bucket is in another region\(region.map { ": use --s3-region \($0)" } ?? "") (\(said))")

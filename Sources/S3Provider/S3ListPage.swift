@@ -83,19 +83,18 @@ struct S3ListPage: Sendable {
     }
 
     /// The items of a folder's page: its folders (prefixes) and files, without the folder's own
-    /// marker and without keys that cannot be names on Linux. A file named like a folder of the
-    /// same page (`a` and `a/`) is not shown: the folder wins.
+    /// marker. A file named like a folder of the same page (`a` and `a/`) is not shown: the folder
+    /// wins. Children whose names cannot be names on Linux (empty, `..`, over 255 bytes) are
+    /// handed over as they are: the engine skips and logs them (DECISIONS 181, 254).
     func items(in folder: S3Path) -> [Item] {
-        let folders = prefixes.filter { S3Path.isShowable($0) && $0.count > folder.relative.count }
+        let folders = prefixes.filter { $0.count > folder.relative.count }
         let folderSet = Set(folders)
         let files = objects.filter {
-            $0.relative != folder.relative && !$0.relative.hasSuffix("/") && S3Path.isShowable($0.relative)
-                && !folderSet.contains($0.relative + "/")
+            $0.relative != folder.relative && !$0.relative.hasSuffix("/") && !folderSet.contains($0.relative + "/")
         }
         // A marker of a subfolder may come as an object where a server ignores the delimiter.
         let markers = objects.filter {
-            $0.relative != folder.relative && $0.relative.hasSuffix("/") && S3Path.isShowable($0.relative)
-                && !folderSet.contains($0.relative)
+            $0.relative != folder.relative && $0.relative.hasSuffix("/") && !folderSet.contains($0.relative)
         }.map(\.relative)
         return (folders + markers).map { S3Path(relative: $0).folderItem }
             + files.map { S3Path(relative: $0.relative).fileItem(size: $0.size, etag: $0.etag, modified: $0.modified) }

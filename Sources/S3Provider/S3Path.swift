@@ -89,21 +89,12 @@ struct S3Path: Hashable, Sendable, CustomStringConvertible {
     /// The ETag a version names.
     static func etag(of version: ItemVersion) -> String { String(decoding: version.content, as: UTF8.self) }
 
-    /// Whether every component of a key below the prefix can be a name on Linux: no empty part
-    /// (`a//b`), no `.` or `..`, none over 255 bytes. Keys that fail are not shown.
-    static func isShowable(_ relative: String) -> Bool {
-        let body = relative.hasSuffix("/") ? relative.dropLast() : Substring(relative)
-        guard !body.isEmpty else { return false }
-        return body.split(separator: "/", omittingEmptySubsequences: false).allSatisfy {
-            Filename(String($0)).isValid
-        }
-    }
-
     /// The items of a flat listing of the whole prefix: every folder its keys imply (markers and
-    /// the folders above each key), parents first, then the files. A key with a part that cannot
-    /// be a name is not shown, but the folders above that part are, as a folder's listing shows
-    /// them (its common prefixes). A file whose name is also a folder's (`a` and `a/b`) is not
-    /// shown: the folder wins, as it does in a folder's listing.
+    /// the folders above each key), parents first, then the files. Below a part that cannot be a
+    /// name on Linux (empty as in `a//b`, `.`, `..`, over 255 bytes) nothing is listed; that part
+    /// itself is, for the engine to skip and log, as a folder's listing hands it over (its common
+    /// prefix). A file whose name is also a folder's (`a` and `a/b`) is not shown: the folder wins,
+    /// as it does in a folder's listing.
     static func tree(of objects: [S3ListPage.Object]) -> [Item] {
         var folders = Set<String>()
         var files: [S3ListPage.Object] = []
@@ -112,18 +103,16 @@ struct S3Path: Hashable, Sendable, CustomStringConvertible {
             var components = object.relative.split(separator: "/", omittingEmptySubsequences: false)
             if isMarker { components.removeLast() }
             var folder = ""
-            var showable = true
             for (index, component) in components.enumerated() {
-                guard Filename(String(component)).isValid else {
-                    showable = false
-                    break
-                }
-                if index < components.count - 1 || isMarker {
+                let isLast = index == components.count - 1
+                if !isLast || isMarker {
                     folder += component + "/"
                     folders.insert(folder)
+                } else {
+                    files.append(object)
                 }
+                if !Filename(String(component)).isValid { break }
             }
-            if showable, !isMarker { files.append(object) }
         }
         let sortedFolders = folders.sorted {
             let (left, right) = ($0.count(of: "/"), $1.count(of: "/"))

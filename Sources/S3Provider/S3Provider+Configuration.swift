@@ -29,6 +29,11 @@ extension S3Provider {
         /// The size of each part (`--s3-part-size`), raised where a file would need more than
         /// 10 000 parts; at least 5 MiB, S3's smallest part but the last.
         public var partSize: Int64 = 16 << 20
+        /// Parts of one multipart upload sent side by side at most (`--upload-depth`).
+        public var partsInFlight = 4
+        /// Objects larger than this are copied (renamed, given new metadata) part by part
+        /// (`UploadPartCopy`): `CopyObject` takes at most 5 GiB.
+        public var multipartCopyThreshold: Int64 = 5 << 30
 
         public init(
             endpoint: URL, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = true,

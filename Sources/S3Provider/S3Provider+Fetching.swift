@@ -64,10 +64,11 @@ extension S3Provider {
                 for: .init(status: response.status, headers: response.headers, body: body), doing: what,
                 identifier: path.identifier)
         }
-        let item = try path.fileItem(headers: response.headers)
+        var item = try path.fileItem(headers: response.headers)
         if let version, item.version.content != version.content {
             throw ProviderError.cannotSynchronize(reason: "\(what): the server sent another version than asked for")
         }
+        item = await metadata.learn(S3ObjectMetadata(headers: response.headers), of: item)
         let received: Range<UInt64>
         if response.status.code == 206 {
             guard let range, let said = response.headers.first(name: "content-range").flatMap(Self.contentRange),

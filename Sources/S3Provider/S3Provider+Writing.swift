@@ -29,12 +29,16 @@ extension S3Provider {
             }
         case .file:
             let path = S3Path(name: template.filename, in: parent, isFolder: false)
-            if let folder = try await occupant(named: template.filename, in: parent), folder != path.identifier {
-                throw ProviderError.filenameCollision(existing: folder)
-            }
+            let taken = try await occupant(named: template.filename, in: parent)
+            if let taken, taken != path.identifier { throw ProviderError.filenameCollision(existing: taken) }
             do {
-                try await put(
-                    try await body(of: contents), at: path, precondition: ("If-None-Match", "*"), metadata: template)
+                // The HEAD just made stands in for `If-None-Match: *` where the server ignores it.
+                if taken != nil { throw ProviderError.versionNoLongerAvailable }
+                let body = try await body(of: contents)
+                try await put(body, at: path, precondition: ("If-None-Match", "*"), metadata: template)
+                if writesAreConditional.withLock({ $0 }) == nil, case .bytes = body {
+                    try await learnWhetherWritesAreConditional(resending: body, at: path, metadata: template)
+                }
                 created = try await head(path)
             } catch ProviderError.versionNoLongerAvailable {
                 guard options.contains(.mayAlreadyExist) else {
@@ -74,11 +78,19 @@ extension S3Provider {
                     try await put(
                         try await body(of: contents), at: target, precondition: ("If-None-Match", "*"), metadata: item)
                 } else {
-                    try await copy(source, to: target, ifMatching: baseVersion)
+                    try await copy(source, to: target, ifMatching: baseVersion, size: item.size)
+                    await metadata.move(source, to: target)
+                    // A copy keeps the old metadata; a chmod or touch journalled with the move goes after.
+                    if !changedFields.isDisjoint(with: Self.metadataFields) {
+                        try await replaceMetadata(of: target, with: item)
+                    }
                 }
                 try await delete(source)
             } else if writes {
                 do {
+                    if writesAreConditional.withLock({ $0 }) != true {
+                        try await requireVersion(baseVersion, of: source)
+                    }
                     try await put(
                         try await body(of: contents), at: source,
                         precondition: ("If-Match", S3Path.etag(of: baseVersion)),
@@ -88,8 +100,9 @@ extension S3Provider {
                 } catch ProviderError.noSuchItem {
                     throw ProviderError.conflict(remote: nil)
                 }
+            } else if !changedFields.isDisjoint(with: Self.metadataFields) {
+                try await replaceMetadata(of: source, with: item)
             }
-            // Metadata alone (times, mode) is not sent: S3 rewrites an object to change it.
             modified = try await head(target)
         }
         history.noteHandedOut([modified.identifier])
@@ -133,23 +146,86 @@ extension S3Provider {
         }
     }
 
+    /// Learns once whether the server honours `If-None-Match: *` on a `PUT`, by sending the small
+    /// file just created again with it: a server that honours it answers 412; one that ignores it
+    /// writes the same bytes again, and edits then check their base version by a `HEAD` first.
+    private func learnWhetherWritesAreConditional(resending body: S3Client.Body, at path: S3Path, metadata item: Item)
+        async throws
+    {
+        do {
+            try await put(body, at: path, precondition: ("If-None-Match", "*"), metadata: item)
+            writesAreConditional.withLock { $0 = false }
+        } catch ProviderError.versionNoLongerAvailable {
+            writesAreConditional.withLock { $0 = true }
+        }
+    }
+
+    /// The fields kept in an object's user metadata (`S3ObjectMetadata`).
+    static let metadataFields: ItemFields = [.contentModificationDate, .permissions, .extendedAttributes]
+
+    /// The headers that describe `item` at `path`: its content type and user metadata
+    /// (`S3ObjectMetadata`), with the extended attributes last known of the object when the item
+    /// carries none (a `PUT` replaces them all). Beyond S3's 2 KB of user metadata, a refusal.
+    private func described(_ item: Item, at path: S3Path) throws -> [(String, String)] {
+        var kept = S3ObjectMetadata(of: item)
+        if kept.attributes == nil, !path.isFolder { kept.attributes = metadata.known(path)?.attributes }
+        let headers = kept.headers(isFolder: path.isFolder)
+        let size = S3ObjectMetadata.userMetadataSize(of: headers)
+        guard size <= S3ObjectMetadata.userMetadataLimit else {
+            throw ProviderError.notAuthenticated(
+                reason: "S3 holds at most 2 KB of user metadata per object, and \(path)'s would be \(size) bytes")
+        }
+        return headers
+    }
+
+    /// A metadata-only change (`touch -d`, `chmod`, `setfattr`): S3 changes an object's metadata
+    /// only by rewriting it, so the object is copied onto itself with the new metadata. No
+    /// precondition: the copy rewrites whatever the object holds now, so no bytes are lost, and
+    /// the head that follows shows the engine a newer version if there is one.
+    private func replaceMetadata(of path: S3Path, with item: Item) async throws {
+        if Int64(clamping: item.size) > client.configuration.multipartCopyThreshold {
+            // Part by part, each naming the ETag a HEAD sees now: parts of two versions never mix.
+            let current = try await head(path)
+            try await S3MultipartUpload(provider: self).copy(
+                key(of: path), etag: S3Path.etag(of: current.version), length: Int64(clamping: current.size),
+                to: key(of: path), headers: try described(item, at: path), path: path)
+            return
+        }
+        let headers =
+            [
+                ("x-amz-copy-source", copySource(of: path)),
+                ("x-amz-metadata-directive", "REPLACE"),
+            ] + (try described(item, at: path))
+        let answer = try await client.sendCollecting(
+            .init(method: .PUT, key: key(of: path), headers: headers, isIdempotent: true))
+        try checkCopied(answer, doing: "changing the metadata of \(path)", path: path)
+    }
+
+    /// The `x-amz-copy-source` of the object at `path`.
+    private func copySource(of path: S3Path) -> String {
+        "/\(client.configuration.bucket)/" + SigV4Signer.encoded(key(of: path), keepingSlashes: true)
+    }
+
+    /// Throws unless a copy's answer is a success: AWS may send an error in the body of a 200.
+    private func checkCopied(_ answer: S3Client.Answer, doing what: String, path: S3Path) throws {
+        guard answer.status.code == 200, (try? S3XMLElement.parse(answer.body))?.name != "Error" else {
+            throw client.error(for: answer, doing: what, identifier: path.identifier)
+        }
+    }
+
     /// A `PutObject` with a precondition; 412 (and 409, a concurrent write) become
-    /// `versionNoLongerAvailable` for the caller to judge. The item's time goes into
-    /// `x-amz-meta-mtime` as rclone keeps it, its mode into `x-amz-meta-mode` as s3fs does.
+    /// `versionNoLongerAvailable` for the caller to judge. The item's time, mode and attributes go
+    /// into its user metadata (`S3ObjectMetadata`).
     private func put(_ body: S3Client.Body, at path: S3Path, precondition: (String, String), metadata item: Item)
         async throws
     {
-        let typeBits: UInt16 = path.isFolder ? 0o040000 : 0o100000
-        let described = [
-            ("Content-Type", path.isFolder ? "application/x-directory" : "application/octet-stream"),
-            ("x-amz-meta-mtime", S3Time.metadataValue(of: item.contentModificationDate)),
-            ("x-amz-meta-mode", String(typeBits | item.permissions)),
-        ]
+        let described = try self.described(item, at: path)
         if case .file(let contents, 0, let length) = body, length > client.configuration.multipartThreshold {
             // Conditional completion is not in RGW 16: the precondition is checked by a HEAD first.
             try await checkBeforeMultipart(precondition, at: path)
             try await S3MultipartUpload(provider: self).upload(
-                contents, length: length, key: key(of: path), headers: described, path: path)
+                contents, length: length, key: key(of: path), headers: described, precondition: precondition,
+                path: path)
             return
         }
         let headers = [precondition] + described
@@ -182,28 +258,31 @@ extension S3Provider {
         guard current.version.content == version.content else { throw ProviderError.conflict(remote: current) }
     }
 
-    /// `CopyObject` of the file at `source`, provided it is still of `version`.
-    private func copy(_ source: S3Path, to target: S3Path, ifMatching version: ItemVersion?) async throws {
-        var headers = [
-            (
-                "x-amz-copy-source",
-                "/\(client.configuration.bucket)/" + SigV4Signer.encoded(key(of: source), keepingSlashes: true)
-            )
-        ]
+    /// `CopyObject` of the file at `source` (of `size` bytes), provided it is still of `version`;
+    /// part by part above the multipart-copy threshold, with the source's metadata.
+    private func copy(_ source: S3Path, to target: S3Path, ifMatching version: ItemVersion?, size: UInt64)
+        async throws
+    {
+        if Int64(clamping: size) > client.configuration.multipartCopyThreshold {
+            let current = try await head(source)
+            if let version, current.version.content != version.content {
+                throw ProviderError.conflict(remote: current)
+            }
+            do {
+                try await S3MultipartUpload(provider: self).copy(
+                    key(of: source), etag: S3Path.etag(of: current.version), length: Int64(clamping: current.size),
+                    to: key(of: target), headers: try described(current, at: target), path: target)
+            } catch ProviderError.versionNoLongerAvailable {
+                throw ProviderError.conflict(remote: try? await head(source))
+            }
+            return
+        }
+        var headers = [("x-amz-copy-source", copySource(of: source))]
         if let version { headers.append(("x-amz-copy-source-if-match", S3Path.etag(of: version))) }
         let answer = try await client.sendCollecting(
             .init(method: .PUT, key: key(of: target), headers: headers, isIdempotent: false))
-        switch answer.status.code {
-        case 200:
-            // A copy can fail after its 200 (AWS sends the error in the body).
-            if (try? S3XMLElement.parse(answer.body))?.name == "Error" {
-                throw client.error(for: answer, doing: "copying \(source)", identifier: source.identifier)
-            }
-        case 412:
-            throw ProviderError.conflict(remote: try? await head(source))
-        default:
-            throw client.error(for: answer, doing: "copying \(source) to \(target)", identifier: source.identifier)
-        }
+        if answer.status.code == 412 { throw ProviderError.conflict(remote: try? await head(source)) }
+        try checkCopied(answer, doing: "copying \(source) to \(target)", path: source)
     }
 
     /// `DeleteObject`; a key already gone counts as deleted.
@@ -212,6 +291,7 @@ extension S3Provider {
         guard [200, 204, 404].contains(answer.status.code) else {
             throw client.error(for: answer, doing: "DELETE \(path)", identifier: path.identifier)
         }
+        await metadata.forget(path)
     }
 
     /// A folder's rename: every key under it copied to the new prefix, then deleted, journalled
@@ -224,31 +304,35 @@ extension S3Provider {
         {
             throw ProviderError.filenameCollision(existing: taken)
         }
-        let keys = try await keys(under: source)
-        guard !keys.isEmpty else {
+        let objects = try await objects(under: source)
+        guard !objects.isEmpty else {
             if resuming, try await folderExists(target) { return }
             throw ProviderError.noSuchItem(source.identifier)
         }
         let journal = S3FolderMoves(provider: self)
         let entry = try await journal.note(source, to: target)
-        for key in keys {
-            let moved = S3Path(relative: target.relative + key.dropFirst(source.relative.count))
-            try await copy(S3Path(relative: key), to: moved, ifMatching: nil)
+        for object in objects {
+            let moved = S3Path(relative: target.relative + object.relative.dropFirst(source.relative.count))
+            try await copy(S3Path(relative: object.relative), to: moved, ifMatching: nil, size: object.size)
+            await metadata.move(S3Path(relative: object.relative), to: moved)
         }
-        for key in keys.sorted(by: >) { try await delete(S3Path(relative: key)) }
+        for key in objects.map(\.relative).sorted(by: >) { try await delete(S3Path(relative: key)) }
         await journal.forget(entry)
     }
 
     /// Every key under a folder's prefix (relative to the mount), its marker included.
-    func keys(under folder: S3Path) async throws -> [String] {
-        var keys: [String] = []
+    func keys(under folder: S3Path) async throws -> [String] { try await objects(under: folder).map(\.relative) }
+
+    /// Every object under a folder's prefix, its marker included.
+    func objects(under folder: S3Path) async throws -> [S3ListPage.Object] {
+        var objects: [S3ListPage.Object] = []
         var token: String?
         repeat {
             let page = try await listPage(of: folder, token: token, maximumKeys: 1000, flat: true)
-            keys += page.objects.map(\.relative)
+            objects += page.objects
             token = page.nextToken
         } while token != nil
-        return keys
+        return objects
     }
 
     /// What holds `name` in `parent` now, as a file (a `HEAD`) or a folder (any key under it).

@@ -17,8 +17,14 @@ import Synchronization
 public final class S3Provider: FileProvider, PartialContentFetching, FeatureDescribing, Sendable {
     let client: S3Client
     let history: WalkHistory
+    /// The user metadata the last `GET`/`HEAD` of each object found, shown in listings too.
+    let metadata: S3MetadataMemo
     /// The keys of the mount: "" or `PREFIX/`.
     let keyPrefix: String
+    /// Whether the server honours `If-None-Match`/`If-Match` on a `PUT`: nil until the first small
+    /// creation shows it (`learnWhetherWritesAreConditional`). Until it is known to, an edit checks
+    /// its base version by a `HEAD` first (older RGW and some gateways ignore the preconditions).
+    let writesAreConditional = Mutex<Bool?>(nil)
     /// Whether what a kill -9 left (multipart uploads, folder moves) was cleaned up: once per mount.
     private let leftoversCleaned = Mutex(false)
 
@@ -33,12 +39,24 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
         return nil
     }
 
+    /// At most 2 KB of user metadata on an object (`S3ObjectMetadata.userMetadataLimit`), counted
+    /// with the longest time and mode the object's metadata may also hold.
+    public func reasonItCannotHold(attributes: [String: [UInt8]]) -> String? {
+        let longest = S3ObjectMetadata(
+            modified: Timestamp(seconds: -9_999_999_999, nanoseconds: 999_999_999), permissions: 0o7777,
+            attributes: attributes)
+        let size = S3ObjectMetadata.userMetadataSize(of: longest.headers(isFolder: false))
+        guard size > S3ObjectMetadata.userMetadataLimit else { return nil }
+        return "S3 holds at most 2 KB of user metadata per object; with these attributes it would be \(size) bytes"
+    }
+
     /// Checks the configuration and opens the connection pool; talks to no server yet. Plain
     /// `http` is allowed to this machine, or anywhere with `allowPlainHTTP` (an endpoint the user
     /// gave explicitly). Blocks briefly.
     public init(configuration: Configuration, allowPlainHTTP: Bool = false) throws {
         client = try S3Client(configuration: configuration, allowPlainHTTP: allowPlainHTTP)
         keyPrefix = configuration.keyPrefix
+        metadata = S3MetadataMemo(stateDirectory: configuration.stateDirectory)
         do {
             history = try WalkHistory(directory: configuration.stateDirectory?.appending(path: "snapshots"))
         } catch {
@@ -93,13 +111,14 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
 
     // MARK: Requests
 
-    /// The file at `path` as a `HEAD` finds it.
+    /// The file at `path` as a `HEAD` finds it, its user metadata remembered.
     func head(_ path: S3Path) async throws -> Item {
         let answer = try await client.sendCollecting(.init(method: .HEAD, key: key(of: path)))
         guard answer.status.code == 200 else {
             throw client.error(for: answer, doing: "HEAD \(path)", identifier: path.identifier)
         }
-        return try path.fileItem(headers: answer.headers)
+        return await metadata.learn(
+            S3ObjectMetadata(headers: answer.headers), of: try path.fileItem(headers: answer.headers))
     }
 
     /// Whether some key starts with the folder's prefix (its marker or anything in it).
@@ -144,6 +163,6 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
             keys += page.objects
             token = page.nextToken
         } while token != nil
-        return S3Path.tree(of: keys)
+        return S3Path.tree(of: keys).map(metadata.applied)
     }
 }

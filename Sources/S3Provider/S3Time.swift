@@ -2,8 +2,7 @@ import FileProviderKit
 import Foundation
 
 /// The times S3 sends: ISO 8601 in listings (`2026-12-01T20:47:08.123Z`) and RFC 1123 in headers
-/// (`Tue, 01 Dec 2026 20:47:08 GMT`); and the `mtime` metadata fpfs writes, in rclone's form
-/// (seconds since 1970 with up to nine decimals), so that rclone shows the same time.
+/// (`Tue, 01 Dec 2026 20:47:08 GMT`). The `mtime` metadata is `S3ObjectMetadata`'s.
 enum S3Time {
     static func parseISO8601(_ text: String) -> Timestamp? {
         let bytes = Array(text.utf8)
@@ -25,14 +24,6 @@ enum S3Time {
         let clock = words[4].split(separator: ":").compactMap { Int($0) }
         guard clock.count == 3 else { return nil }
         return timestamp(year: year, month: month + 1, day: day, hour: clock[0], minute: clock[1], second: clock[2])
-    }
-
-    /// rclone's `mtime`: `1700000000.123456789`, trailing zeros of the fraction dropped.
-    static func metadataValue(of time: Timestamp) -> String {
-        guard time.nanoseconds > 0 else { return String(time.seconds) }
-        var fraction = String(time.nanoseconds).leftPadded(to: 9)
-        while fraction.hasSuffix("0") { fraction.removeLast() }
-        return "\(time.seconds).\(fraction)"
     }
 
     private static func timestamp(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int)

@@ -557,6 +557,14 @@ extension FileSystem {
             guard ExtendedAttribute.isUsers(name) else { throw Errno.notSupported }
             guard value.count <= ExtendedAttribute.maximumValueSize else { throw Errno.argListTooLong }
             let record = try await self.record(inode)
+            if let describing = self.provider as? any FeatureDescribing {
+                var attributes = try await self.store.userAttributes(inode: record.inode)
+                attributes[name] = value
+                if let reason = describing.reasonItCannotHold(attributes: attributes) {
+                    self.logger.notice("refused the attribute '\(name)' of inode \(record.inode): \(reason)")
+                    throw Errno.argListTooLong
+                }
+            }
             let set = try await self.store.setUserAttribute(
                 inode: record.inode, name: name, value: value, mustExist: flags & Self.xattrReplace != 0,
                 mustBeNew: flags & Self.xattrCreate != 0)

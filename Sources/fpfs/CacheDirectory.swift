@@ -6,14 +6,15 @@ import Foundation
 #endif
 
 /// Where a mount keeps its state: the folder given with --cache-dir, or one derived from the
-/// remote's name, so that the same `fpfs mount` command finds the same cache again.
+/// remote's name and identity (an S3 remote's endpoint too), so that the same `fpfs mount` command
+/// finds the same cache again.
 enum CacheDirectory {
     static func `default`(for remote: Remote) -> URL {
         let environment = ProcessInfo.processInfo.environment
         let base =
             environment["XDG_CACHE_HOME"].map { URL(fileURLWithPath: $0) }
             ?? URL(fileURLWithPath: environment["HOME"] ?? "/root").appendingPathComponent(".cache")
-        let digest = SHA256.hash(data: Data(remote.name.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: Data(remote.identity.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
         let slug = String(
             remote.name.map { $0.isLetter || $0.isNumber ? $0 : "-" }.drop { $0 == "-" }.suffix(40))
         return base.appendingPathComponent("fpfs").appendingPathComponent("\(slug)-\(digest)")

@@ -60,10 +60,10 @@ struct Daemon {
         } catch {
             throw CommandFailure("cannot open the metadata store in '\(cacheDirectory.path)': \(error)")
         }
-        if let known = try await store.setting("remote"), known != remote.name {
+        if let known = try await store.setting("remote"), known != remote.identity {
             throw CommandFailure("the cache folder '\(cacheDirectory.path)' belongs to another remote (\(known))")
         }
-        try await store.setSetting("remote", to: remote.name)
+        try await store.setSetting("remote", to: remote.identity)
 
         var provider = try remote.makeProvider(
             stateDirectory: cacheDirectory.appendingPathComponent("provider"), connections: pipelineDepth + 2,

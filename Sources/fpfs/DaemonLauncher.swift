@@ -12,13 +12,14 @@ import Foundation
 /// the log file, and no other descriptor of its caller's: a file the caller left open would stay
 /// open (and its disk space taken) for the mount's whole life. It writes "ready" or
 /// "error: MESSAGE" to fd 3; end of file without either means it died, and the log says why.
-/// A password reaches it as fd 4 (`--password-fd 4`), never in its environment or arguments.
+/// Secrets (a password, S3 keys) reach it as fd 4 (`--secrets-fd 4`), never in its environment or
+/// arguments.
 enum DaemonLauncher {
     /// Spawns the daemon and returns once it is ready; throws the daemon's message otherwise.
-    static func launch(arguments: [String], password: String?, logFile: URL, timeout: Duration) throws {
-        let passwordFD = try PasswordSource.pipe(holding: password)
-        defer { if let passwordFD { close(passwordFD) } }
-        let arguments = arguments + (passwordFD == nil ? [] : ["--password-fd", "4"])
+    static func launch(arguments: [String], secrets: [String: String], logFile: URL, timeout: Duration) throws {
+        let secretsFD = try SecretHandOff.pipe(holding: secrets)
+        defer { if let secretsFD { close(secretsFD) } }
+        let arguments = arguments + (secretsFD == nil ? [] : ["--secrets-fd", "4"])
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw CommandFailure("cannot create a pipe: \(errno)") }
@@ -35,8 +36,8 @@ enum DaemonLauncher {
         posix_spawn_file_actions_addopen(&actions, 1, logFile.path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
-        if let passwordFD { posix_spawn_file_actions_adddup2(&actions, passwordFD, 4) }
-        posix_spawn_file_actions_addclosefrom_np(&actions, passwordFD == nil ? 4 : 5)
+        if let secretsFD { posix_spawn_file_actions_adddup2(&actions, secretsFD, 4) }
+        posix_spawn_file_actions_addclosefrom_np(&actions, secretsFD == nil ? 4 : 5)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

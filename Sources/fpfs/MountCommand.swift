@@ -120,7 +120,7 @@ struct MountCommand: AsyncParsableCommand {
     var readyFd: Int32?
 
     @Option(help: .hidden)
-    var passwordFd: Int32?
+    var secretsFd: Int32?
 
     func run() async throws {
         do {
@@ -139,8 +139,8 @@ struct MountCommand: AsyncParsableCommand {
                     multipartThreshold: try s3MultipartThreshold.map {
                         try Remote.parseByteCount($0, option: "--s3-multipart-threshold")
                     },
-                    partSize: try s3PartSize.map(Self.parsePartSize)))
-            remote.password = PasswordSource.take(fromDescriptor: passwordFd)
+                    partSize: try s3PartSize.map(Self.parsePartSize), partsInFlight: uploadDepth))
+            remote.secrets = SecretHandOff.take(fromDescriptor: secretsFd)
             let cacheDirectory =
                 cacheDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
                 ?? CacheDirectory.default(for: remote)
@@ -195,7 +195,7 @@ struct MountCommand: AsyncParsableCommand {
                 if let s3PartSize { arguments += ["--s3-part-size", s3PartSize] }
                 if let injectFaults { arguments += ["--inject-faults", injectFaults] }
                 try DaemonLauncher.launch(
-                    arguments: arguments, password: remote.password,
+                    arguments: arguments, secrets: remote.secrets,
                     logFile: URL(fileURLWithPath: logFile), timeout: remoteTimeout + .seconds(30))
             }
         } catch let failure as CommandFailure {

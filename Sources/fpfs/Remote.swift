@@ -29,14 +29,15 @@ struct Remote: Sendable {
         /// `--s3-multipart-threshold` and `--s3-part-size`; nil: the provider's defaults.
         var multipartThreshold: UInt64?
         var partSize: UInt64?
+        /// `--upload-depth`: also the parts of one upload sent side by side.
+        var partsInFlight = 4
     }
 
     let kind: Kind
     /// The remote as the user gave it, made absolute for folders.
     let name: String
-    /// The password given for a remote that logs in (`PasswordSource.take`), kept out of the
-    /// environment.
-    var password: String?
+    /// The secrets given in the environment (`SecretHandOff.take`), by variable, kept out of it.
+    var secrets: [String: String] = [:]
 
     /// Parses a path, `file://` URL, `webdav://` or `webdavs://` URL, or `s3://` URL;
     /// throws a message naming the problem. `user` is `--user`, for remotes that log in.
@@ -129,6 +130,14 @@ struct Remote: Sendable {
         self.name = name
     }
 
+    /// What names the store behind the remote, for the default cache folder and the cache folder's
+    /// check of its remote: the name, and for S3 the endpoint too, since two servers may each hold
+    /// a bucket of one name (DECISIONS 255).
+    var identity: String {
+        guard case .s3(_, _, let options) = kind else { return name }
+        return name + " at " + ((try? Self.s3Endpoint(options: options, found: Self.s3Found()).absoluteString) ?? "?")
+    }
+
     /// Nil when the remote can be reached; otherwise why not. A folder that exists but is not a
     /// folder is not "unreachable" but wrong, and throws.
     func unreachableReason() throws -> String? {
@@ -182,7 +191,7 @@ struct Remote: Sendable {
             return try connect()
         case .webdav(let url, let user):
             let credentials = try PasswordSource.credentials(
-                user: user, password: password, host: url.host ?? "",
+                user: user, password: secrets[PasswordSource.variable], host: url.host ?? "",
                 environment: ProcessInfo.processInfo.environment)
             return try WebDAVProvider(
                 configuration: .init(
@@ -192,26 +201,21 @@ struct Remote: Sendable {
         case .s3(let bucket, let prefix, let options):
             return try S3Provider(
                 configuration: Self.s3Configuration(
-                    bucket: bucket, prefix: prefix, options: options, stateDirectory: stateDirectory,
-                    connections: connections),
+                    bucket: bucket, prefix: prefix, options: options, secrets: secrets,
+                    stateDirectory: stateDirectory, connections: connections),
                 allowPlainHTTP: options.endpoint != nil)
         }
     }
 
     /// Where the bucket is and which keys sign for it, from the options, the environment and the
-    /// AWS profile (see `S3Credentials.find`).
+    /// AWS profile (see `S3Credentials.find`); `secrets` are the environment's taken out of it.
     static func s3Configuration(
-        bucket: String, prefix: String, options: S3Options, stateDirectory: URL, connections: Int
+        bucket: String, prefix: String, options: S3Options, secrets: [String: String], stateDirectory: URL,
+        connections: Int
     ) throws -> S3Provider.Configuration {
-        let found = S3Credentials.find(
-            environment: ProcessInfo.processInfo.environment, home: FileManager.default.homeDirectoryForCurrentUser.path
-        )
+        let found = s3Found(secrets: secrets)
         let region = options.region ?? found.region ?? "us-east-1"
-        let endpointText = options.endpoint ?? found.endpoint ?? "https://s3.\(region).amazonaws.com"
-        guard let endpoint = URL(string: endpointText), endpoint.host != nil else {
-            throw CommandFailure(
-                "'\(endpointText)' is not a valid --s3-endpoint (example: https://s3.example.com:9000)")
-        }
+        let endpoint = try s3Endpoint(options: options, found: found)
         guard options.noSign || found.credentials != nil else {
             throw CommandFailure(
                 "no S3 keys: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with ~/.aws/credentials (or use --s3-no-sign for a public bucket)"
@@ -225,7 +229,26 @@ struct Remote: Sendable {
             maximumConnections: connections)
         if let threshold = options.multipartThreshold { configuration.multipartThreshold = Int64(threshold) }
         if let size = options.partSize { configuration.partSize = Int64(size) }
+        configuration.partsInFlight = options.partsInFlight
         return configuration
+    }
+
+    /// What the environment (with `secrets`, the variables taken out of it) and the AWS profile say.
+    private static func s3Found(secrets: [String: String] = [:]) -> S3Credentials.Found {
+        S3Credentials.find(
+            environment: ProcessInfo.processInfo.environment.merging(secrets) { $1 },
+            home: FileManager.default.homeDirectoryForCurrentUser.path)
+    }
+
+    /// The S3 server: `--s3-endpoint`, else the environment's or profile's, else AWS for the region.
+    private static func s3Endpoint(options: S3Options, found: S3Credentials.Found) throws -> URL {
+        let region = options.region ?? found.region ?? "us-east-1"
+        let endpointText = options.endpoint ?? found.endpoint ?? "https://s3.\(region).amazonaws.com"
+        guard let endpoint = URL(string: endpointText), endpoint.host != nil else {
+            throw CommandFailure(
+                "'\(endpointText)' is not a valid --s3-endpoint (example: https://s3.example.com:9000)")
+        }
+        return endpoint
     }
 
     /// The longest `delay` of a file:// URL: an hour per request is slow enough for any test.

@@ -15,29 +15,44 @@ extension MountTests {
             ]
         }
 
-        /// A new bucket holding `files` (key: content).
-        static func bucket(_ label: String, on server: S3TestServer, files: [String: String]) async throws -> String {
+        /// A new bucket holding `files` (key: content), put with `headers` (key: its headers).
+        static func bucket(
+            _ label: String, on server: S3TestServer, files: [String: String], headers: [String: [String: String]] = [:]
+        ) async throws -> String {
             let bucket = S3TestServer.bucketName(label)
             try await server.makeBucket(bucket)
-            for (key, content) in files { try await server.put(Data(content.utf8), bucket: bucket, key: key) }
+            for (key, content) in files {
+                try await server.put(Data(content.utf8), bucket: bucket, key: key, headers: headers[key] ?? [:])
+            }
             return bucket
         }
 
-        /// Runs `body` with a mount of `bucket` whose requests go through a proxy that spoils
-        /// nothing and logs every answer (`S3FaultProxy`).
-        static func withMountThroughProxy(
-            _ bucket: String, on server: S3TestServer, _ body: (TestMount, S3FaultProxy) async throws -> Void
+        /// Runs `body` with a mount of `bucket` at `endpoint` (the server's by default) and the
+        /// scratch folder it uses, unmounted and removed after.
+        static func withMount(
+            _ bucket: String, on server: S3TestServer, endpoint: URL? = nil,
+            _ body: (TestMount, Scratch) async throws -> Void
         ) async throws {
-            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
-            defer { proxy.stop() }
             let scratch = try Scratch()
             defer { scratch.remove() }
             let mount = try await TestMount.start(
                 remote: "s3://\(bucket)", in: scratch,
-                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"],
+                options: ["--s3-endpoint", (endpoint ?? server.endpoint).absoluteString, "--poll-interval", "0"],
                 environment: Self.environment(server))
             defer { mount.unmount() }
-            try await body(mount, proxy)
+            try await body(mount, scratch)
+        }
+
+        /// Runs `body` with a mount of `bucket` whose requests go through a proxy that logs every
+        /// answer and spoils them as `mode` says (`S3FaultProxy`; `pass` spoils nothing).
+        static func withMountThroughProxy(
+            _ bucket: String, on server: S3TestServer, mode: String = "pass",
+            _ body: (TestMount, S3FaultProxy) async throws -> Void
+        ) async throws {
+            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: mode)
+            defer { proxy.stop() }
+            try await withMount(bucket, on: server, endpoint: proxy.endpoint) { mount, _ in try await body(mount, proxy)
+            }
         }
 
         static func options(_ server: S3TestServer) -> [String] {
@@ -105,28 +120,24 @@ extension MountTests {
             let bucket = try await Self.bucket(
                 "changes", on: server,
                 files: ["keep.txt": "v1\n", "gone.txt": "bye\n", "dir/a.txt": "a\n", "dir/sub/b.txt": "b\n"])
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            let mount = try await TestMount.start(
-                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
-                environment: Self.environment(server))
-            defer { mount.unmount() }
-            #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "v1\n")
-            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "gone.txt", "keep.txt"])
+            try await Self.withMount(bucket, on: server) { mount, _ in
+                #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "v1\n")
+                #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "gone.txt", "keep.txt"])
 
-            try await server.put(Data("version two\n".utf8), bucket: bucket, key: "keep.txt")
-            try await server.put(Data("new\n".utf8), bucket: bucket, key: "fresh/new.txt")
-            _ = try await server.request("DELETE", "/\(bucket)/gone.txt")
-            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
-            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "fresh", "keep.txt"])
-            #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "version two\n")
-            #expect(try await Command(["cat", mount.path("fresh/new.txt")]).check().stdout == "new\n")
+                try await server.put(Data("version two\n".utf8), bucket: bucket, key: "keep.txt")
+                try await server.put(Data("new\n".utf8), bucket: bucket, key: "fresh/new.txt")
+                _ = try await server.request("DELETE", "/\(bucket)/gone.txt")
+                try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+                #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "fresh", "keep.txt"])
+                #expect(try await Command(["cat", mount.path("keep.txt")]).check().stdout == "version two\n")
+                #expect(try await Command(["cat", mount.path("fresh/new.txt")]).check().stdout == "new\n")
 
-            try await Command(["mv", mount.path("dir"), mount.path("moved")]).check()
-            try await mount.sync()
-            let keys = try await server.keys(bucket: bucket).sorted()
-            #expect(keys == ["fresh/new.txt", "keep.txt", "moved/a.txt", "moved/sub/b.txt"], "\(keys)")
-            #expect(try await Command(["cat", mount.path("moved/sub/b.txt")]).check().stdout == "b\n")
+                try await Command(["mv", mount.path("dir"), mount.path("moved")]).check()
+                try await mount.sync()
+                let keys = try await server.keys(bucket: bucket).sorted()
+                #expect(keys == ["fresh/new.txt", "keep.txt", "moved/a.txt", "moved/sub/b.txt"], "\(keys)")
+                #expect(try await Command(["cat", mount.path("moved/sub/b.txt")]).check().stdout == "b\n")
+            }
         }
 
         @Test("two mounts of one bucket (two cache folders) editing the same file keep both versions")
@@ -205,6 +216,218 @@ extension MountTests {
             }
         }
 
+        @Test(
+            "times and modes live in x-amz-meta-mtime/mode: read back from a GET, sent by touch and chmod, kept in listings"
+        )
+        func metadataInUserMetadata() async throws {
+            let server = try await S3TestServer.shared()
+            // As rclone (mtime) and s3fs (mode 0o100700 in decimal) leave an object.
+            let bucket = try await Self.bucket(
+                "metadata", on: server, files: ["tool.txt": "made elsewhere\n", "plain.txt": "plain\n"],
+                headers: ["tool.txt": ["x-amz-meta-mtime": "1500000000.25", "x-amz-meta-mode": "33216"]])
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            var mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            let stat = { (name: String) in
+                try await Command(["stat", "-c", "%.2Y %a", mount.path(name)]).check().stdout
+            }
+            #expect(try await Command(["cat", mount.path("tool.txt")]).check().stdout == "made elsewhere\n")
+            // What the GET said shows from the next listing on (the engine keeps the item it listed).
+            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+            #expect(try await stat("tool.txt") == "1500000000.25 700\n", "the GET's metadata is not shown")
+
+            try await Command(["touch", "-m", "-d", "@1400000000.5", mount.path("plain.txt")]).check()
+            try await Command(["chmod", "640", mount.path("plain.txt")]).check()
+            try await mount.sync()
+            let head = try #require(try await server.head(bucket: bucket, key: "plain.txt"))
+            #expect(head["x-amz-meta-mtime"] == "1400000000.5", "\(head)")
+            #expect(head["x-amz-meta-mode"] == String(0o100640), "\(head)")
+            #expect(try await server.get(bucket: bucket, key: "plain.txt") == Data("plain\n".utf8))
+
+            // A change round lists the bucket (no metadata there): the times stay.
+            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+            #expect(try await stat("tool.txt") == "1500000000.25 700\n", "a listing undid the metadata")
+            #expect(try await stat("plain.txt") == "1400000000.50 640\n")
+
+            // And so does a remount of the same cache folder, before anything is read.
+            mount.unmount()
+            mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
+                environment: Self.environment(server))
+            try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+            #expect(try await stat("tool.txt") == "1500000000.25 700\n", "the remount lost the metadata")
+            #expect(try await stat("plain.txt") == "1400000000.50 640\n")
+
+            // A rename copies the old metadata; a chmod sent with it still reaches the server.
+            try await Command.bash(
+                "mv \"$1/plain.txt\" \"$1/moved.txt\" && chmod 600 \"$1/moved.txt\"", mount.mountpoint
+            )
+            .check()
+            try await mount.sync()
+            let moved = try #require(try await server.head(bucket: bucket, key: "moved.txt"))
+            #expect(moved["x-amz-meta-mode"] == String(0o100600), "\(moved)")
+            #expect(moved["x-amz-meta-mtime"] == "1400000000.5", "\(moved)")
+        }
+
+        @Test("on a server that ignores If-Match and If-None-Match, an edit racing a remote one still keeps both")
+        func serverWithoutConditionalWrites() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("unconditional", on: server, files: ["notes.txt": "the original\n"])
+            try await Self.withMountThroughProxy(bucket, on: server, mode: "unconditional") { mount, proxy in
+                // The first small creation shows the server ignores `If-None-Match: *` (it writes twice).
+                try await Command.bash("echo first > \"$1\"", mount.path("first.txt")).check()
+                try await mount.sync()
+                #expect(try await server.get(bucket: bucket, key: "first.txt") == Data("first\n".utf8))
+
+                try await Command(["cat", mount.path("notes.txt")]).check()
+                try await server.put(Data("changed on the server\n".utf8), bucket: bucket, key: "notes.txt")
+                // A name taken on the server since the mount listed the folder.
+                try await server.put(Data("theirs\n".utf8), bucket: bucket, key: "late.txt")
+                try await Command.bash("echo 'changed here' > \"$1\"", mount.path("notes.txt")).check()
+                try await Command.bash("echo mine > \"$1\"", mount.path("late.txt")).check()
+                try await mount.sync()
+                #expect(try await server.get(bucket: bucket, key: "notes.txt") == Data("changed on the server\n".utf8))
+                #expect(try await server.get(bucket: bucket, key: "late.txt") == Data("theirs\n".utf8))
+                let keys = try await server.keys(bucket: bucket)
+                let notes = try #require(keys.first { $0.hasPrefix("notes (conflict ") }, "\(keys)")
+                #expect(try await server.get(bucket: bucket, key: notes) == Data("changed here\n".utf8))
+                let late = try #require(keys.first { $0.hasPrefix("late (") && $0 != "late.txt" }, "\(keys)")
+                #expect(try await server.get(bucket: bucket, key: late) == Data("mine\n".utf8))
+                let puts = try proxy.answers().filter { $0.method == "PUT" }
+                #expect(!puts.contains { $0.status == 412 }, "the proxy let a precondition through: \(puts)")
+            }
+        }
+
+        @Test("keys that cannot be names on Linux are skipped and logged, the rest shown")
+        func unshowableKeysAreLogged() async throws {
+            let server = try await S3TestServer.shared()
+            let long = String(repeating: "l", count: 256)
+            let bucket = try await Self.bucket(
+                "unshowable", on: server,
+                files: ["ok.txt": "ok\n", "dots/../x": "x\n", "dots/fine": "f\n", "\(long)/x": "x\n", "a//b": "b\n"])
+            try await Self.withMount(bucket, on: server) { mount, scratch in
+                #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["a", "dots", "ok.txt"])
+                #expect(try await Command(["ls", mount.path("dots")]).check().lines == ["fine"])
+                #expect(try await Command(["ls", mount.path("a")]).check().lines == [])
+                let log = try String(contentsOfFile: scratch.cache + "/fpfs.log", encoding: .utf8)
+                let skipped = log.split(separator: "\n").filter { $0.contains("skipping") }
+                #expect(skipped.contains { $0.contains(long) && $0.contains("256 bytes") }, "\(skipped)")
+                #expect(skipped.contains { $0.contains("skipping .. in") }, "\(skipped)")
+                #expect(skipped.contains { $0.contains("(0 bytes)") }, "\(skipped)")
+            }
+        }
+
+        @Test(
+            "a wrong region and a clock skew fail the mount with one line saying so (a proxy answers as AWS does)",
+            arguments: [
+                ("region", "the bucket is in another region: use --s3-region eu-west-1"),
+                ("skew", "RequestTimeTooSkewed: this machine's clock is too far from the server's"),
+            ])
+        func mountTimeRefusals(mode: String, message: String) async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("refused\(mode)", on: server, files: ["a.txt": "a\n"])
+            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: mode)
+            defer { proxy.stop() }
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            var refused = try TestMount.mountCommand(
+                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
+                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"])
+            refused.environment = Self.environment(server)
+            let output = await refused.run()
+            if output.succeeded {
+                TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache).unmount()
+            }
+            #expect(output.status != 0, "\(mode): mounted")
+            #expect(output.stderr.contains(message), "\(output)")
+            #expect(output.stderr.split(separator: "\n").count == 1, "\(output)")
+        }
+
+        @Test("an object the server refuses as too large shows error and is not sent again every second")
+        func entityTooLargeIsARefusal() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("toolarge", on: server, files: [:])
+            try await Self.withMountThroughProxy(bucket, on: server, mode: "toolarge") { mount, proxy in
+                try await Command.bash("echo big > \"$1\"", mount.path("big.txt")).check()
+                let synced = try await FpfsBinary.command(
+                    ["sync", mount.mountpoint, "--timeout", "60"], timeout: .seconds(90)
+                ).run()
+                #expect(synced.status != 0 && synced.stderr.contains("refused"), "\(synced)")
+                #expect(try await mount.xattr("user.fpfs.state", of: "big.txt") == "error")
+                let sent = try proxy.answers().filter { $0.method == "PUT" }.count
+                try await Task.sleep(for: .seconds(3))
+                #expect(try proxy.answers().filter { $0.method == "PUT" }.count == sent, "sent again within 3 s")
+                #expect(try await server.get(bucket: bucket, key: "big.txt") == nil)
+            }
+        }
+
+        @Test("one bucket name on two endpoints gets two default cache folders, each mounted at once")
+        func defaultCacheFolderNamesTheEndpoint() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("twoendpoints", on: server, files: ["a.txt": "a\n"])
+            let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: "pass")
+            defer { proxy.stop() }
+            let scratches = [try Scratch(), try Scratch()]
+            defer { for scratch in scratches { scratch.remove() } }
+            let home = scratches[0].path + "/xdg"
+            var mounts: [TestMount] = []
+            defer { for mount in mounts { mount.unmount() } }
+            for (scratch, endpoint) in zip(scratches, [server.endpoint, proxy.endpoint]) {
+                var command = try FpfsBinary.command(
+                    [
+                        "mount", "s3://\(bucket)", scratch.mountpoint, "--s3-endpoint", endpoint.absoluteString,
+                        "--poll-interval", "0",
+                    ], timeout: .seconds(60))
+                command.environment = Self.environment(server).merging(["XDG_CACHE_HOME": home]) { $1 }
+                let output = await command.run()
+                let folders = (try? FileManager.default.contentsOfDirectory(atPath: home + "/fpfs")) ?? []
+                let fresh = folders.map { home + "/fpfs/" + $0 }.filter { folder in
+                    !mounts.contains { $0.cacheDir == folder }
+                }
+                if let folder = fresh.first {
+                    mounts.append(TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: folder))
+                }
+                #expect(output.succeeded, "\(endpoint): \(output)")
+                #expect(fresh.count == 1, "\(endpoint): cache folders \(folders)")
+            }
+            for mount in mounts {
+                #expect(try await Command(["cat", mount.path("a.txt")]).check().stdout == "a\n")
+            }
+        }
+
+        @Test("user.* attributes go to x-amz-meta-xattr as s3fs keeps them; beyond S3's 2 KB, E2BIG")
+        func userAttributesInMetadata() async throws {
+            let server = try await S3TestServer.shared()
+            // As s3fs leaves an object: {"user.color":"Ymx1ZQ=="} ("blue"), percent-encoded.
+            let bucket = try await Self.bucket(
+                "xattrs", on: server, files: ["theirs.txt": "tagged elsewhere\n", "mine.txt": "plain\n"],
+                headers: ["theirs.txt": ["x-amz-meta-xattr": "%7B%22user.color%22%3A%22Ymx1ZQ%3D%3D%22%7D"]])
+            try await Self.withMount(bucket, on: server) { mount, _ in
+                try await Command(["cat", mount.path("theirs.txt")]).check()
+                try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+                #expect(try await mount.xattr("user.color", of: "theirs.txt") == "blue")
+
+                try await Command(["setfattr", "-n", "user.tag", "-v", "red", mount.path("mine.txt")]).check()
+                let tooLong = String(repeating: "x", count: 1800)
+                let refused = await Command(["setfattr", "-n", "user.big", "-v", tooLong, mount.path("mine.txt")]).run()
+                #expect(!refused.succeeded && refused.stderr.contains("Argument list too long"), "\(refused)")
+                try await mount.sync()
+                let head = try #require(try await server.head(bucket: bucket, key: "mine.txt"))
+                let value = try #require(head["x-amz-meta-xattr"], "\(head)")
+                let json = try #require(value.removingPercentEncoding)
+                #expect(json == #"{"user.tag":"cmVk"}"#, "\(json)")
+                #expect(try await server.get(bucket: bucket, key: "mine.txt") == Data("plain\n".utf8))
+                // A new content keeps the attributes (a PUT replaces all metadata).
+                try await Command.bash("echo rewritten > \"$1\"", mount.path("mine.txt")).check()
+                try await mount.sync()
+                let after = try #require(try await server.head(bucket: bucket, key: "mine.txt"))
+                #expect(after["x-amz-meta-xattr"] == value, "\(after)")
+            }
+        }
+
         @Test("a wrong secret fails the mount with one clear line; the secret shows in no process, log or message")
         func wrongSecret() async throws {
             let server = try await S3TestServer.shared()
@@ -226,15 +449,31 @@ extension MountTests {
             #expect(!output.stderr.contains(wrongSecret), "the secret is in the message")
             #expect(!MountTable.isMounted(scratch.mountpoint))
 
+            // A session token is a secret too (RGW without STS ignores it).
+            let token = "token-\(UUID().uuidString)"
             let mount = try await TestMount.start(
                 remote: "s3://\(bucket)", in: scratch, options: Self.options(server),
-                environment: Self.environment(server))
+                environment: Self.environment(server).merging(["AWS_SESSION_TOKEN": token]) { $1 })
             defer { mount.unmount() }
             #expect(try await Command(["cat", mount.path("a.txt")]).check().stdout == "kept\n")
             let processes = try await Command(["ps", "-eo", "args"]).check()
             #expect(!processes.stdout.contains(server.secretKey), "the secret is in the process list")
+            #expect(!processes.stdout.contains(token), "the token is in the process list")
+            let daemon = try #require(mount.daemon)
+            for file in ["environ", "cmdline"] {
+                let shown = String(
+                    decoding: try Data(contentsOf: URL(fileURLWithPath: "/proc/\(daemon.pid)/\(file)")), as: UTF8.self)
+                #expect(!shown.contains(server.secretKey), "the secret is in the daemon's /proc/PID/\(file)")
+                #expect(!shown.contains(token), "the session token is in the daemon's /proc/PID/\(file)")
+                if file == "environ" {
+                    #expect(
+                        shown.contains("AWS_ACCESS_KEY_ID=\(server.accessKey)"), "the environment was not passed on")
+                }
+            }
             let log = try String(contentsOfFile: scratch.cache + "/fpfs.log", encoding: .utf8)
-            #expect(!log.contains(server.secretKey) && !log.contains(wrongSecret), "the secret is in the log")
+            #expect(
+                !log.contains(server.secretKey) && !log.contains(wrongSecret) && !log.contains(token),
+                "the secret is in the log")
             let store = try await Command.bash(
                 "cat \"$1\"/* 2>/dev/null | grep -c -F \"$2\" || true", scratch.cache, server.secretKey
             ).check()

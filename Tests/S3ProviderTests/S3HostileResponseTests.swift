@@ -87,4 +87,32 @@ import Testing
             #expect(reason.contains("503"), "\(reason)")  // a HEAD's answer has no body to name SlowDown
         }
     }
+
+    /// A full quota (QuotaExceeded, 507) is `insufficientQuota` (EDQUOT, retried later); an object
+    /// too large (EntityTooLarge) a refusal, `notAuthenticated`, which the engine does not retry
+    /// every second.
+    @Test(arguments: ["quota", "toolarge"])
+    func refusedWriteIsMapped(mode: String) async throws {
+        let server = try await S3TestServer.shared()
+        let bucket = S3TestServer.bucketName(mode)
+        try await server.makeBucket(bucket)
+        let proxy = try await S3FaultProxy.start(inFrontOf: server, mode: mode)
+        defer { proxy.stop() }
+        var configuration = S3ConformanceTests.configuration(server, bucket: bucket)
+        configuration.endpoint = proxy.endpoint
+        let provider = try S3Provider(configuration: configuration)
+        let template = Item(
+            identifier: ItemIdentifier("local"), parentIdentifier: .rootContainer, filename: "a.txt", kind: .file,
+            version: ItemVersion(content: [], metadata: []))
+        let outcome = await Result(catching: {
+            try await provider.createItem(basedOn: template, fields: [.contents], contents: nil, options: [])
+        })
+        await provider.invalidate()
+        switch (mode, outcome) {
+        case ("quota", .failure(ProviderError.insufficientQuota)): break
+        case ("toolarge", .failure(ProviderError.notAuthenticated(let reason))):
+            #expect(reason.contains("refuses an object this large") && reason.contains("EntityTooLarge"), "\(reason)")
+        default: Issue.record("\(mode) gave \(outcome)")
+        }
+    }
 }

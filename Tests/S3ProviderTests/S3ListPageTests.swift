@@ -35,10 +35,15 @@ import Testing
                 ],
                 prefixes: ["p/d/both/", "p/d/sub/", "p/d//", "p/d/../"]),
             keyPrefix: "p/", folder: S3Path(relative: "d/"))
-        let items = page.items(in: S3Path(relative: "d/"))
+        let handed = page.items(in: S3Path(relative: "d/"))
+        let items = handed.filter { $0.unshowableReason == nil }
         // The marker of the folder itself is not a child; `d//` (an empty name), `..` and a
-        // 256-byte name are not shown; `both` is a folder, its object hidden behind it.
+        // 256-byte name are handed over for the engine to skip and log; `both` is a folder, its
+        // object hidden behind it.
         #expect(Set(names(items)) == ["a", "a b.txt", "ctl\ttab", "dot.", "both/", "sub/"])
+        #expect(
+            Set(handed.filter { $0.unshowableReason != nil }.map(\.identifier.rawValue))
+                == ["d//", "d/../", "d/" + String(repeating: "x", count: 256)])
         let file = try #require(items.first { $0.filename == "a" })
         #expect(file.identifier == ItemIdentifier("d/a"))
         #expect(file.parentIdentifier == ItemIdentifier("d/"))
@@ -51,11 +56,14 @@ import Testing
         let page = try S3ListPage(
             parsing: Self.listing(contents: ["a", "a/b", "x/y/z.txt", "empty/", "bad//name", "w/../v"]),
             keyPrefix: "", folder: .root)
-        let items = S3Path.tree(of: page.objects)
-        // `bad//name` and `w/../v` show the folders above their unshowable parts.
+        let handed = S3Path.tree(of: page.objects)
+        let items = handed.filter { $0.unshowableReason == nil }
+        // `bad//name` and `w/../v` show the folders above their unshowable parts, and hand those
+        // parts over (for the engine to skip and log), nothing below them.
         #expect(names(items) == ["a/", "bad/", "empty/", "w/", "x/", "y/", "b", "z.txt"])
         #expect(
             items.map(\.identifier.rawValue) == ["a/", "bad/", "empty/", "w/", "x/", "x/y/", "a/b", "x/y/z.txt"])
+        #expect(handed.filter { $0.unshowableReason != nil }.map(\.identifier.rawValue) == ["bad//", "w/../"])
     }
 
     @Test func aKeyOutsideTheFolderFailsTheListing() {

@@ -26,6 +26,8 @@ import Testing
         configuration.stateDirectory = state
         configuration.multipartThreshold = 6 << 20
         configuration.partSize = 5 << 20
+        // Three parts, two at a time: the window refills as parts finish, in any order.
+        configuration.partsInFlight = 2
         let provider = try S3Provider(configuration: configuration)
         let contents = ConformanceFixture.pattern(count: (12 << 20) + 4321, seed: 7)
         let file = state.appending(path: "upload.bin")
@@ -86,5 +88,49 @@ import Testing
         #expect(try left.get() == [foreignID])
         #expect(
             (try? FileManager.default.contentsOfDirectory(atPath: state.appending(path: "multipart").path)) == [])
+    }
+
+    /// Above the multipart-copy threshold (5 GiB; lowered here) a rename copies part by part,
+    /// each part naming the source's ETag, keeps the time and mode, and leaves nothing behind.
+    @Test func largeObjectIsRenamedPartByPart() async throws {
+        let server = try await S3TestServer.shared()
+        let bucket = S3TestServer.bucketName("partcopy")
+        try await server.makeBucket(bucket)
+        let contents = ConformanceFixture.pattern(count: (12 << 20) + 99, seed: 11)
+        try await server.put(
+            Data(contents), bucket: bucket, key: "big.bin",
+            headers: ["x-amz-meta-mtime": "1500000000.5", "x-amz-meta-mode": "33216"])
+        var configuration = S3ConformanceTests.configuration(server, bucket: bucket)
+        configuration.multipartCopyThreshold = 6 << 20
+        configuration.partSize = 5 << 20
+        let provider = try S3Provider(configuration: configuration)
+        let outcome = await Result(catching: { () -> (Item, Item) in
+            var item = try await provider.item(for: ItemIdentifier("big.bin"))
+            let base = item.version
+            item.filename = "moved.bin"
+            let moved = try await provider.modifyItem(
+                item, baseVersion: base, changedFields: [.filename], contents: nil, options: [])
+            // A stale base is a conflict, found before any part is copied.
+            var again = moved
+            again.filename = "twice.bin"
+            let stale = await Result(catching: {
+                try await provider.modifyItem(
+                    again, baseVersion: ItemVersion(content: "stale", metadata: "stale"), changedFields: [.filename],
+                    contents: nil, options: [])
+            })
+            guard case .failure(ProviderError.conflict) = stale else { throw TestFailure("a stale base gave \(stale)") }
+            return (item, moved)
+        })
+        let left = await Result(catching: { try await Self.uploads(provider.client) })
+        await provider.invalidate()
+        let (_, moved) = try outcome.get()
+        #expect(moved.size == UInt64(contents.count))
+        #expect(moved.contentModificationDate == Timestamp(seconds: 1_500_000_000, nanoseconds: 500_000_000))
+        #expect(moved.permissions == 0o700)
+        #expect(String(decoding: moved.version.content, as: UTF8.self).hasSuffix("-3"), "\(moved.version)")
+        #expect(try await server.get(bucket: bucket, key: "moved.bin") == Data(contents))
+        #expect(try await server.get(bucket: bucket, key: "big.bin") == nil)
+        #expect(try await server.get(bucket: bucket, key: "twice.bin") == nil)
+        #expect(try left.get().isEmpty, "incomplete uploads left: \(left)")
     }
 }

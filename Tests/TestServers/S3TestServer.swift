@@ -102,16 +102,18 @@ public final class S3TestServer: Sendable {
     }
 
     /// The answer of a signed request (curl's SigV4) for `path` (`/BUCKET/KEY`, percent-encoded
-    /// here: everything but `A-Za-z0-9-_.~/`), with `body` as the content: status and body.
-    public func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:])
-        async throws -> (status: Int, body: Data)
-    {
+    /// here: everything but `A-Za-z0-9-_.~/`), with `body` as the content: status and body. `options`
+    /// go to curl (`-I`: the body is the answer's headers).
+    public func request(
+        _ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:], options: [String] = []
+    ) async throws -> (status: Int, body: Data) {
         let bodyFile = directory.appending(path: "body-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: bodyFile) }
-        var arguments = [
-            "curl", "-s", "-g", "-X", method, "--aws-sigv4", "aws:amz:\(region):s3", "--user",
-            "\(accessKey):\(secretKey)", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-w", "\n%{http_code}",
-        ]
+        var arguments =
+            [
+                "curl", "-s", "-g", "--path-as-is", "-X", method, "--aws-sigv4", "aws:amz:\(region):s3", "--user",
+                "\(accessKey):\(secretKey)", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-w", "\n%{http_code}",
+            ] + options
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
         if let body {
             try body.write(to: bodyFile)
@@ -128,6 +130,20 @@ public final class S3TestServer: Sendable {
             let status = Int(String(decoding: finished.output[(newline + 1)...], as: UTF8.self))
         else { throw TestServerFailure("curl \(method) \(path) failed: exit \(finished.status)") }
         return (status, finished.output[..<newline])
+    }
+
+    /// The headers a `HEAD` of `key` answers, names in lowercase; nil when the gateway has no such key.
+    public func head(bucket: String, key: String) async throws -> [String: String]? {
+        let (status, body) = try await request("HEAD", "/\(bucket)/\(key)", options: ["-I"])
+        if status == 404 { return nil }
+        guard status == 200 else { throw TestServerFailure("HEAD /\(bucket)/\(key): \(status)") }
+        var headers: [String: String] = [:]
+        for line in String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
+        }
+        return headers
     }
 
     /// Makes a bucket; throws unless the gateway answers 200.
@@ -204,7 +220,9 @@ public final class S3FaultProxy: Sendable {
         FileManager.default.createFile(atPath: log, contents: nil)
         let pid = try ChildProcess.spawn(
             ["python3", script, String(port), String(server.endpoint.port ?? 80), mode, log], stdout: .file(output),
-            stderr: .file(output), newProcessGroup: true)
+            stderr: .file(output),
+            environment: ProcessInfo.processInfo.environment.merging(["S3_PROXY_SECRET": server.secretKey]) { $1 },
+            newProcessGroup: true)
         WebDAVTestServer.registerGroup(pid)
         let proxy = S3FaultProxy(endpoint: URL(string: "http://127.0.0.1:\(port)")!, pid: pid, log: log)
         let deadline = ContinuousClock.now + .seconds(20)

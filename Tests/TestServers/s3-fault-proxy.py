@@ -12,18 +12,34 @@ MODE spoils answers:
   escape  a listing names a key outside the prefix asked for
   slowdown    the first two requests get 503 SlowDown, the rest pass
   overloaded  every request gets 503 SlowDown
+  unconditional  a PUT goes on without If-Match and If-None-Match, re-signed with the secret key
+          in $S3_PROXY_SECRET: a server that ignores conditional writes (older RGW, some gateways)
+  region  every request gets 400 AuthorizationHeaderMalformed naming the region eu-west-1
+  skew    every request gets 403 RequestTimeTooSkewed
+  quota   every PUT gets 403 QuotaExceeded
+  toolarge  every PUT gets 400 EntityTooLarge
   pass    nothing
 With LOG, each answer is a line there: method, path, status and body bytes sent. Prints "ready"
 once it listens.
 """
+import hashlib
+import hmac
 import http.client
 import http.server
 import itertools
+import os
 import sys
 
 LISTEN_PORT, TARGET_PORT, MODE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 REQUESTS = itertools.count()
 SLOWDOWN = b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message></Message></Error>'
+# The refusals a mode answers itself: (methods, status, code, more XML).
+REFUSALS = {
+    "region": (None, 400, "AuthorizationHeaderMalformed", "<Region>eu-west-1</Region>"),
+    "skew": (None, 403, "RequestTimeTooSkewed", ""),
+    "quota": ("PUT", 403, "QuotaExceeded", ""),
+    "toolarge": ("PUT", 400, "EntityTooLarge", ""),
+}
 LOG = open(sys.argv[4], "a", buffering=1) if len(sys.argv) > 4 else None
 
 
@@ -38,15 +54,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         number = next(REQUESTS)
         if MODE == "overloaded" or (MODE == "slowdown" and number < 2):
-            self.send_response(503)
-            self.send_header("Content-Length", str(len(SLOWDOWN)))
-            self.end_headers()
-            self.wfile.write(SLOWDOWN)
-            if LOG:
-                LOG.write(f"{self.command} {self.path} 503 {len(SLOWDOWN)}\n")
+            self.refuse(503, SLOWDOWN)
+            return
+        if MODE in REFUSALS and REFUSALS[MODE][0] in (None, self.command):
+            _, status, code, more = REFUSALS[MODE]
+            self.refuse(status, f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>{more}</Error>'.encode())
             return
         target = http.client.HTTPConnection("127.0.0.1", TARGET_PORT, timeout=30)
         headers = {name: value for name, value in self.headers.items()}
+        if MODE == "unconditional" and self.command == "PUT":
+            headers = resigned(self.command, self.path, headers, ("if-match", "if-none-match"))
         target.request(self.command, self.path, body=body, headers=headers)
         answer = target.getresponse()
         data = answer.read()
@@ -75,6 +92,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             declared = len(data)
         if self.command == "HEAD":
             declared = int(answer.getheader("Content-Length") or 0)
+        # Logged before the answer goes out: a client that got it finds it in the log.
+        if LOG:
+            LOG.write(f"{self.command} {self.path} {answer.status} {0 if self.command == 'HEAD' else len(data)}\n")
         self.send_response(answer.status)
         for name, value in out_headers:
             self.send_header(name, value)
@@ -85,9 +105,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
-        if LOG:
-            LOG.write(f"{self.command} {self.path} {answer.status} {0 if self.command == 'HEAD' else len(data)}\n")
         self.wfile.flush()
+
+    def refuse(self, status, body):
+        if LOG:
+            LOG.write(f"{self.command} {self.path} {status} {0 if self.command == 'HEAD' else len(body)}\n")
+        self.send_response(status)
+        if MODE == "region":
+            self.send_header("x-amz-bucket-region", "eu-west-1")
+        self.send_header("Content-Length", str(0 if self.command == "HEAD" else len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     @staticmethod
     def shifted(value):
@@ -97,6 +126,33 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return f"{unit} {int(first) + 4096}-{int(last) + 4096}/{total}"
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = relay
+
+
+def resigned(method, path, headers, dropped):
+    """The headers without `dropped`, with a SigV4 Authorization made anew for what is left (the
+    client's scope and date; the query as sent, which fpfs sends canonical)."""
+    kept = {n: v for n, v in headers.items() if n.lower() not in dropped}
+    auth = next(v for n, v in kept.items() if n.lower() == "authorization")
+    fields = dict(part.strip().split("=", 1) for part in auth[len("AWS4-HMAC-SHA256 "):].split(","))
+    access, day, region, service, _ = fields["Credential"].split("/")
+    names = [n for n in fields["SignedHeaders"].split(";") if n not in dropped]
+    lower = {n.lower(): " ".join(v.split()) for n, v in kept.items()}
+    uri, _, query = path.partition("?")
+    canonical = "\n".join([
+        method, uri, query, "".join(f"{n}:{lower[n]}\n" for n in names), ";".join(names),
+        lower["x-amz-content-sha256"],
+    ])
+    scope = f"{day}/{region}/{service}/aws4_request"
+    to_sign = "\n".join([
+        "AWS4-HMAC-SHA256", lower["x-amz-date"], scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    key = ("AWS4" + os.environ["S3_PROXY_SECRET"]).encode()
+    for part in (day, region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    kept = {n: v for n, v in kept.items() if n.lower() != "authorization"}
+    kept["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={access}/{scope},SignedHeaders={';'.join(names)},Signature={signature}")
+    return kept
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", LISTEN_PORT), Handler)

@@ -9,14 +9,14 @@
 # man -l renders the generated man page in a test;
 # the real WebDAV servers the tests start: Apache (apache2-bin only: the apache2 package would
 # start a system service on port 80; apache2-utils for htpasswd; openssl for the certificates of
-# the TLS tests) and rclone; curl for the benchmarks' baseline; the tools the write tests run
+# the TLS tests) and rclone; curl for the benchmarks' baseline and s3fs for their S3 rows; the tools the write tests run
 # through the mount (rsync, tar, fio, stress-ng); the one-node Ceph cluster with a RADOS Gateway
 # that the S3 tests start (scripts/lib/ceph-rgw.sh: mon, OSD, radosgw, and the ceph and
 # radosgw-admin tools; no mgr, and the packages start nothing).
 FPFS_APT_PACKAGES=(
     fuse3 libfuse3-dev pkg-config libsqlite3-dev sqlite3 attr
     coreutils findutils util-linux git ca-certificates python3 man-db
-    apache2-bin apache2-utils openssl rclone curl
+    apache2-bin apache2-utils openssl rclone curl s3fs
     rsync tar fio stress-ng
     ceph-mon ceph-osd radosgw ceph-common
 )
