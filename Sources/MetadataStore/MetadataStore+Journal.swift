@@ -237,10 +237,11 @@ extension MetadataStore {
     /// Records that `createItem` made the item `remote`: the item takes the remote identifier and
     /// version (its children and cached content follow the identifier), and the creation is done.
     /// Changes made while it was sent stay pending, and so do `stillPending` (a name the remote
-    /// does not have yet). Returns false when the item was deleted here meanwhile.
+    /// does not have yet). Returns what the item took from `remote`, nil when it was deleted here
+    /// meanwhile.
     public func completeCreation(
         inode: UInt64, localIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = []
-    ) async throws -> Bool {
+    ) async throws -> RemoteIdentity? {
         try await write { [ownWrites] db in
             ownWrites.note([remote.identifier])
             guard
@@ -248,26 +249,27 @@ extension MetadataStore {
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
                 try Self.rebaseDeletion(of: localIdentifier, onto: remote, in: db)
-                return false
+                return nil
             }
-            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: true, in: db)
+            var identity = try Self.takeRemoteIdentity(of: remote, replacing: record, inode: inode, alias: true, in: db)
             try db.cachedStatement(sql: "UPDATE pendingChange SET isCreation = 0 WHERE inode = ?").execute(arguments: [
                 Int64(inode)
             ])
             try Self.finishSending(inode: inode, in: db)
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
-            try Self.adoptModificationTime(of: remote, inode: inode, in: db)
-            return true
+            identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
+            return identity
         }
     }
 
     /// Records that `modifyItem` succeeded with the item now `remote` on the remote. When the item
     /// was deleted here meanwhile, its pending deletion is based on `remote` instead: the remote's
     /// new version is this change's own, not a conflict. `stillPending` stay journalled (a name
-    /// the remote does not have yet).
+    /// the remote does not have yet). Returns what the item took from `remote`, nil when it was
+    /// deleted here meanwhile.
     public func completeModification(
         inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = []
-    ) async throws {
+    ) async throws -> RemoteIdentity? {
         try await write { [ownWrites] db in
             ownWrites.note([previousIdentifier, remote.identifier])
             guard
@@ -275,12 +277,28 @@ extension MetadataStore {
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
                 try Self.rebaseDeletion(of: previousIdentifier, onto: remote, in: db)
-                return
+                return nil
             }
-            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
+            // A change that sent no contents (a chmod, a setxattr, a rename) meets a file whose
+            // contents moved on the remote meanwhile without a conflict: metadata is last writer
+            // wins. Taking the remote's content version with it would show the old bytes (or none)
+            // under the new version for good; kept, the next round brings the new contents in as
+            // any remote change (the checker: an empty file here, 1979 bytes there).
+            let sent = try PendingChange.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)]
+            )?.sending ?? []
+            let contentsMovedOn =
+                record.item.kind == .file && !sent.contains(.contents)
+                && remote.version.content != record.item.version.content
+            var identity = try Self.takeRemoteIdentity(
+                of: remote, replacing: record, inode: inode, alias: false, keepingContentVersion: contentsMovedOn,
+                in: db)
             try Self.finishSending(inode: inode, in: db)
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
-            try Self.adoptModificationTime(of: remote, inode: inode, in: db)
+            if !contentsMovedOn {
+                identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
+            }
+            return identity
         }
     }
 
@@ -316,13 +334,13 @@ extension MetadataStore {
 
     /// Gives a known item the identifier and version the remote lists it under now (after a
     /// remote whose identifiers are paths moved its parent).
-    public func reidentify(inode: UInt64, as remote: Item) async throws {
+    public func reidentify(inode: UInt64, as remote: Item) async throws -> RemoteIdentity? {
         try await write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
-            else { return }
-            try Self.takeRemoteIdentity(of: remote, replacing: record.identifier, inode: inode, alias: false, in: db)
+            else { return nil }
+            return try Self.takeRemoteIdentity(of: remote, replacing: record, inode: inode, alias: false, in: db)
         }
     }
 
@@ -572,7 +590,7 @@ extension MetadataStore {
     /// time waits in the journal: a remote that keeps its own times (WebDAV's getlastmodified is
     /// the server's clock, in whole seconds) would show it at the next round anyway, as a change
     /// from the remote that dropped the kernel's caches of a file just written.
-    private static func adoptModificationTime(of remote: Item, inode: UInt64, in db: Database) throws {
+    private static func adoptModificationTime(of remote: Item, inode: UInt64, in db: Database) throws -> Timestamp? {
         try db.cachedStatement(
             sql: """
                 UPDATE item SET modificationDate = ? WHERE inode = ? AND NOT EXISTS
@@ -582,6 +600,7 @@ extension MetadataStore {
             remote.contentModificationDate.nanosecondsSince1970, Int64(inode), Int64(inode),
             Int64(ItemFields.contentModificationDate.rawValue),
         ])
+        return db.changesCount > 0 ? remote.contentModificationDate : nil
     }
 
     /// The columns an item takes from the remote's answer to a write of it.
@@ -590,8 +609,15 @@ extension MetadataStore {
     ]
 
     private static func takeRemoteIdentity(
-        of remote: Item, replacing old: ItemIdentifier, inode: UInt64, alias: Bool, in db: Database
-    ) throws {
+        of remote: Item, replacing record: ItemRecord, inode: UInt64, alias: Bool,
+        keepingContentVersion: Bool = false, in db: Database
+    ) throws -> RemoteIdentity {
+        let old = record.identifier
+        let identity = RemoteIdentity(
+            identifier: remote.identifier,
+            version: keepingContentVersion
+                ? ItemVersion(content: record.item.version.content, metadata: remote.version.metadata) : remote.version,
+            creationDate: remote.creationDate, capabilities: remote.capabilities, userInfo: remote.userInfo)
         // A row still holding the remote identifier is stale: the remote says it is this item now.
         try db.cachedStatement(sql: "DELETE FROM item WHERE identifier = ? AND inode != ?").execute(arguments: [
             remote.identifier.rawValue, Int64(inode),
@@ -600,13 +626,13 @@ extension MetadataStore {
         // the provider's own notes. Left as made here, they differed from the next round's listing,
         // and every creation came back as a remote change (kernel caches dropped for nothing).
         let remoteValues = Dictionary(uniqueKeysWithValues: zip(ItemRecord.columns, try remote.columnValues()))
+        let columns = Self.remoteIdentityColumns.filter { !keepingContentVersion || $0 != "contentVersion" }
         try db.cachedStatement(
-            sql: "UPDATE item SET " + Self.remoteIdentityColumns.map { "\($0) = ?" }.joined(separator: ", ")
-                + " WHERE inode = ?"
+            sql: "UPDATE item SET " + columns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE inode = ?"
         ).execute(
             arguments: StatementArguments(
-                values: Self.remoteIdentityColumns.compactMap { remoteValues[$0] } + [Int64(inode).databaseValue]))
-        guard remote.identifier != old else { return }
+                values: columns.compactMap { remoteValues[$0] } + [Int64(inode).databaseValue]))
+        guard remote.identifier != old else { return identity }
         if alias {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)").execute(
                 arguments: [old.rawValue, remote.identifier.rawValue])
@@ -617,6 +643,7 @@ extension MetadataStore {
             try db.cachedStatement(sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?").execute(
                 arguments: [remote.identifier.rawValue, old.rawValue])
         }
+        return identity
     }
 
     /// An item deleted here while a send of it was under way: its pending deletion must name what

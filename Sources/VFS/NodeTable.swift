@@ -137,14 +137,16 @@ final class NodeTable: Sendable {
 
     /// After the remote gave an item its identifier: every kept record that named the old one
     /// (the item itself, its children) names the new one.
-    func replaceIdentifier(_ old: ItemIdentifier, with remote: Item, inode: InodeNumber) {
+    func replaceIdentifier(_ old: ItemIdentifier, with remote: RemoteIdentity, inode: InodeNumber, kind: ItemKind) {
         state.withLock { state in
             state.epoch += 1
-            state.records[inode]?.item.identifier = remote.identifier
-            state.records[inode]?.item.version = remote.version
+            if var record = state.records[inode] {
+                remote.apply(to: &record.item)
+                state.records[inode] = record
+            }
             // Only a folder has children to rename; scanning (and mutating while iterating, which
             // copied the whole table) for every uploaded file made creating files quadratic.
-            guard remote.kind == .directory else { return }
+            guard kind == .directory, remote.identifier != old else { return }
             let children = state.records.compactMap { $0.value.item.parentIdentifier == old ? $0.key : nil }
             for child in children {
                 state.records[child]?.item.parentIdentifier = remote.identifier

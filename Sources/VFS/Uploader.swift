@@ -475,9 +475,12 @@ final class Uploader: Sendable {
     ) async throws {
         let remote = try await provider.modifyItem(
             item, baseVersion: record.item.version, changedFields: fields, contents: contents, options: options)
-        try await store.completeModification(
+        if let identity = try await store.completeModification(
             inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending)
-        nodes.replaceIdentifier(record.identifier, with: remote, inode: InodeNumber(record.inode))
+        {
+            nodes.replaceIdentifier(
+                record.identifier, with: identity, inode: InodeNumber(record.inode), kind: item.kind)
+        }
         if item.kind == .directory, remote.identifier != record.identifier {
             try await reidentifyChildren(of: remote.identifier)
         }
@@ -517,8 +520,10 @@ final class Uploader: Sendable {
                 let made = try await ours(nil, of: existing, bytes: contents)
             {
                 // An earlier attempt made it (the daemon stopped after the bytes left).
-                if try await store.completeCreation(inode: inode, localIdentifier: item.identifier, remote: made) {
-                    nodes.replaceIdentifier(item.identifier, with: made, inode: InodeNumber(inode))
+                if let identity = try await store.completeCreation(
+                    inode: inode, localIdentifier: item.identifier, remote: made)
+                {
+                    nodes.replaceIdentifier(item.identifier, with: identity, inode: InodeNumber(inode), kind: item.kind)
                 }
                 return
             }
@@ -536,10 +541,10 @@ final class Uploader: Sendable {
             stillPending = [.filename]
         }
         // Deleted here while it was being created, the item has a deletion in the journal instead.
-        if try await store.completeCreation(
+        if let identity = try await store.completeCreation(
             inode: inode, localIdentifier: item.identifier, remote: remote, stillPending: stillPending)
         {
-            nodes.replaceIdentifier(item.identifier, with: remote, inode: InodeNumber(inode))
+            nodes.replaceIdentifier(item.identifier, with: identity, inode: InodeNumber(inode), kind: item.kind)
         }
     }
 
@@ -561,8 +566,10 @@ final class Uploader: Sendable {
         for child in known {
             guard var remote = listed[child.item.filename], remote.identifier != child.identifier else { continue }
             remote.parentIdentifier = directory
-            try await store.reidentify(inode: child.inode, as: remote)
-            nodes.replaceIdentifier(child.identifier, with: remote, inode: InodeNumber(child.inode))
+            if let identity = try await store.reidentify(inode: child.inode, as: remote) {
+                nodes.replaceIdentifier(
+                    child.identifier, with: identity, inode: InodeNumber(child.inode), kind: child.item.kind)
+            }
             if child.item.kind == .directory { try await reidentifyChildren(of: remote.identifier) }
         }
     }

@@ -84,6 +84,35 @@ extension MountTests {
             }
         }
 
+        /// A file written here and sent, then changed on the remote, kept showing its old bytes:
+        /// the memory's copy of its record no longer equalled the stored one once an upload's
+        /// answer gave the store the remote's times and notes, and a remote change is checked
+        /// against it. And a setxattr sent while the remote's contents moved on took their
+        /// version without their bytes: an empty file here, the new bytes there (the checker,
+        /// seeds 2002–2046; DECISIONS 275).
+        @Test("a remote edit of a file written here reaches the mount, an attribute sent meanwhile too", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func remoteEditOfAFileWrittenHere(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(kind, options: ["--poll-interval", "0"]) { remote, mount in
+                try await Command.bash(": > \"$1/empty.txt\" && echo written here > \"$1/written.txt\"", mount.mountpoint)
+                    .check()
+                try await mount.sync()
+                try await Command(["setfattr", "-n", "user.note", "-v", "kept", mount.path("empty.txt")]).check()
+                for name in ["empty.txt", "written.txt"] {
+                    try Data("the remote's version of \(name), longer\n".utf8).write(
+                        to: URL(fileURLWithPath: remote.folder + "/" + name))
+                }
+                try await mount.sync()
+                _ = try await Self.signal(mount)
+                for name in ["empty.txt", "written.txt"] {
+                    #expect(
+                        try String(contentsOfFile: mount.path(name), encoding: .utf8)
+                            == "the remote's version of \(name), longer\n", "\(name)")
+                }
+            }
+        }
+
         /// Bug A: a mount started while its folder remote was missing (a disk not mounted yet)
         /// served what was local, but never reached the folder once it was back: every round and
         /// upload kept failing with "the remote folder … does not exist" until a remount.
