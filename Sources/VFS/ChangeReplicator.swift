@@ -135,7 +135,13 @@ final class ChangeReplicator: Sendable {
             // Before the remote is asked: what it answers may predate uploads that end meanwhile.
             var sweep = RoundSweep(mark: store.ownWritesMark())
             var applied = try await changesSinceAnchor(&sweep)
-            applied += try await askAgain(sweep.raced)
+            if !sweep.raced.isEmpty {
+                var again = RoundSweep(mark: store.ownWritesMark())
+                applied += try await applyPresentState(of: sweep.raced, sweep: &again)
+                if !again.raced.isEmpty {
+                    logger.debug("\(again.raced.count) items changed by uploads while asked again; kept as uploaded")
+                }
+            }
             statistics.update {
                 $0.replication.rounds += 1
                 $0.replication.changes += applied
@@ -259,21 +265,25 @@ final class ChangeReplicator: Sendable {
 
     // MARK: Applying
 
-    /// Applies a deletion the uploader met (a change of an item the remote no longer has) as a
-    /// round that saw it would: local work is kept and created anew, the rest leaves the mount.
-    func applyRemoteDeletion(_ identifier: ItemIdentifier) async throws {
+    /// Applies what the uploader learned of an item as a round that saw it would: its deletion
+    /// (a change of an item the remote no longer has: local work is kept and created anew, the
+    /// rest leaves the mount), or, asked anew, its present state (a deletion the remote refused:
+    /// the item stays there, and comes back here with what it holds).
+    func applyRemoteState(of identifier: ItemIdentifier, knownDeleted: Bool) async throws {
         var sweep = RoundSweep(mark: nil)
-        _ = try await apply(updated: [], deleted: [identifier], sweep: &sweep)
+        if knownDeleted {
+            _ = try await apply(updated: [], deleted: [identifier], sweep: &sweep)
+        } else {
+            _ = try await applyPresentState(of: [identifier], sweep: &sweep)
+        }
     }
 
-    /// Asks the remote once more for the items a round left alone because an upload of ours ended
-    /// after the round's mark, and applies its answer: the item as it is now, or its deletion. Such
-    /// a round's own answer cannot be trusted for them, and the next round may not report them
-    /// (its walk can equal this round's). Items raced again keep the store's version: an upload
-    /// ended after this question too, and what it wrote is the newest the mount knows.
-    private func askAgain(_ identifiers: [ItemIdentifier]) async throws -> Int {
-        guard !identifiers.isEmpty else { return 0 }
-        var sweep = RoundSweep(mark: store.ownWritesMark())
+    /// Asks the remote for each of `identifiers` and applies its answer: the item as it is now, or
+    /// its deletion. For the items a round left alone because an upload of ours ended after its
+    /// mark: that round's answer cannot be trusted for them, and the next round may not report
+    /// them (its walk can equal this round's). With a new mark, items raced again keep the store's
+    /// version: an upload ended after this question too, and what it wrote is the newest known.
+    private func applyPresentState(of identifiers: [ItemIdentifier], sweep: inout RoundSweep) async throws -> Int {
         var updated: [Item] = []
         var deleted: [ItemIdentifier] = []
         let provider = self.provider
@@ -285,11 +295,7 @@ final class ChangeReplicator: Sendable {
                 deleted.append(identifier)
             }
         }
-        let applied = try await apply(updated: updated, deleted: deleted, sweep: &sweep)
-        if !sweep.raced.isEmpty {
-            logger.debug("\(sweep.raced.count) items changed by uploads while the remote was asked again; kept as uploaded")
-        }
-        return applied
+        return try await apply(updated: updated, deleted: deleted, sweep: &sweep)
     }
 
     /// Applies one batch to the store, then to the caches and the kernel; returns how many items
@@ -325,6 +331,7 @@ final class ChangeReplicator: Sendable {
             await cache.discard(update.after.identifier, keeping: update.after.item.version.content)
         }
         if outcome.keptLocal > 0 { wakeUploader() }
+        lister.forget(outcome.added.filter { $0.item.kind == .directory }.map(\.identifier))
         try await lister.markStale(outcome.foldersToList)
         await tellKernel(outcome)
         return outcome.updated.count + outcome.added.count + outcome.removed.count

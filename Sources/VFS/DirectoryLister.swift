@@ -89,6 +89,14 @@ final class DirectoryLister: Sendable {
         }
     }
 
+    /// Forgets that `directories` were listed: items new to the store, which has no listing of
+    /// them. A folder deleted here and back from the remote (a deletion it refused) kept the
+    /// identifier memory knew complete, and showed empty for good.
+    func forget(_ directories: [ItemIdentifier]) {
+        guard !directories.isEmpty else { return }
+        state.withLock { $0.complete.subtract(directories) }
+    }
+
     /// Marks `directories` stale: their next use lists them again. (The store first, so that a
     /// lookup meanwhile cannot take them as complete from the store.)
     func markStale(_ directories: [ItemIdentifier]) async throws {

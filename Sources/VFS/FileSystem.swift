@@ -141,7 +141,9 @@ public final class FileSystem: FileSystemOperations {
             kernel: uploader.kernel, configuration: configuration, statistics: statistics, logger: logger,
             wakeUploader: { uploader.wake() }, changesApplied: { pins.resume() })
         let replicator = self.replicator
-        uploader.remoteDeleted.withLock { $0 = { [weak replicator] in try await replicator?.applyRemoteDeletion($0) } }
+        uploader.remoteState.withLock {
+            $0 = { [weak replicator] in try await replicator?.applyRemoteState(of: $0, knownDeleted: $1) }
+        }
         let openFiles = HandleTable<OpenFile>()
         self.openFiles = openFiles
         self.evictor = CacheEvictor(

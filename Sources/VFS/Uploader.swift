@@ -57,9 +57,9 @@ final class Uploader: Sendable {
     private let statistics: Statistics
     private let logger: Logger
     private let signal = WakeSignal()
-    /// Applies a deletion the remote answered with (`ChangeReplicator.applyRemoteDeletion`), set
-    /// once both exist.
-    let remoteDeleted = Mutex<(@Sendable (ItemIdentifier) async throws -> Void)?>(nil)
+    /// Applies what the remote answered of an item — deleted (true), or to be asked anew — as a
+    /// change round would (`ChangeReplicator.applyRemoteState`); set once both exist.
+    let remoteState = Mutex<(@Sendable (ItemIdentifier, Bool) async throws -> Void)?>(nil)
 
     /// Guards the entries in flight, the retry times and the items that last failed for good.
     private struct State {
@@ -452,9 +452,9 @@ final class Uploader: Sendable {
             // Deleted on the remote while changed here: as if the change round had seen it first,
             // what holds local work (bytes written here) is kept and created anew, the rest goes
             // (a rename of a file whose bytes never were local cannot bring them back).
-            guard let applyDeletion = remoteDeleted.withLock({ $0 }) else { throw ProviderError.noSuchItem(nil) }
+            guard let applyRemoteState = remoteState.withLock({ $0 }) else { throw ProviderError.noSuchItem(nil) }
             logger.notice("\(item.filename) was deleted on the remote while changed here")
-            try await applyDeletion(record.identifier)
+            try await applyRemoteState(record.identifier, true)
         } catch ProviderError.filenameCollision(let existing) {
             guard try await journalFrees(existing, for: item) else { return try await takeConflictName(record) }
             // Taken by an item the journal moves away later (a swap through a temporary name):
@@ -629,6 +629,8 @@ final class Uploader: Sendable {
         } catch ProviderError.conflict {
             // Changed on the remote since it was deleted here: the remote's newer version stays.
             logger.notice("\(deletion.identifier) changed on the remote; it was not deleted there")
+            try await keepRemote(deletion)
+            return
         } catch ProviderError.directoryNotEmpty {
             if try await journalEmpties(deletion.identifier) {
                 // What it holds there leaves it later in the journal (a rename merged into a later
@@ -638,8 +640,19 @@ final class Uploader: Sendable {
             }
             // Items were added to it on the remote: they stay, and so does the folder.
             logger.notice("\(deletion.identifier) holds new items on the remote; it was not deleted there")
+            try await keepRemote(deletion)
+            return
         }
         try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+    }
+
+    /// A deletion the remote refused: the item stays there, so it comes back here as the remote
+    /// has it now. A round cannot bring it: its walk saw the item while the deletion waited, left
+    /// it alone then, and the next walk finds nothing new (a folder deleted here while a file was
+    /// made in it there never showed that file again; the checker, seed 2009; DECISIONS 276).
+    private func keepRemote(_ deletion: PendingDeletion) async throws {
+        try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+        try await remoteState.withLock({ $0 })?(deletion.identifier, false)
     }
 
     /// Whether every item the remote folder `folder` holds leaves it later in the journal.

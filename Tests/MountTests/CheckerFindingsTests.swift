@@ -113,6 +113,31 @@ extension MountTests {
             }
         }
 
+        /// A deletion the remote refuses leaves the item there, and it comes back here with what
+        /// it holds: a folder removed here while a file was made in it there (it showed again,
+        /// empty for good), a file removed here while edited there (DECISIONS 276).
+        @Test("a deletion the remote refuses brings the item back with what it holds", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func refusedDeletionComesBack(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(
+                kind, files: ["folder/old.txt": "old\n", "edited.txt": "first\n"], options: ["--poll-interval", "0"]
+            ) { remote, mount in
+                #expect(try String(contentsOfFile: mount.path("edited.txt"), encoding: .utf8) == "first\n")
+                try FileManager.default.removeItem(atPath: mount.path("folder/old.txt"))
+                try await mount.sync()
+                try FileManager.default.removeItem(atPath: mount.path("folder"))
+                try FileManager.default.removeItem(atPath: mount.path("edited.txt"))
+                try Data("made there\n".utf8).write(to: URL(fileURLWithPath: remote.folder + "/folder/new.txt"))
+                try Data("edited there, longer\n".utf8).write(to: URL(fileURLWithPath: remote.folder + "/edited.txt"))
+                try await mount.sync()
+                #expect(try String(contentsOfFile: remote.folder + "/folder/new.txt", encoding: .utf8) == "made there\n")
+                #expect(try String(contentsOfFile: mount.path("folder/new.txt"), encoding: .utf8) == "made there\n")
+                #expect(
+                    try String(contentsOfFile: mount.path("edited.txt"), encoding: .utf8) == "edited there, longer\n")
+            }
+        }
+
         /// Bug A: a mount started while its folder remote was missing (a disk not mounted yet)
         /// served what was local, but never reached the folder once it was back: every round and
         /// upload kept failing with "the remote folder … does not exist" until a remount.

@@ -152,8 +152,9 @@ final class OperationChecker: @unchecked Sendable {
             let actual = call(operation)
             let racing = raceLeft != nil
             // Offline, what needs the remote (a file's bytes, a folder's first listing) may fail
-            // with EHOSTDOWN (SEMANTICS, Offline); nothing else may.
-            let offline = away && actual == EHOSTDOWN
+            // with EHOSTDOWN, and a remote item in a folder never listed is not known (ENOENT:
+            // SEMANTICS, Offline; DECISIONS 182); nothing else may.
+            let offline = away && (actual == EHOSTDOWN || (actual == ENOENT && expected != ENOENT))
             log.append(
                 "\(number). \(operation) = \(Self.name(actual))\(racing ? " (in a race)" : offline ? " (offline)" : "")"
             )
@@ -352,7 +353,7 @@ final class OperationChecker: @unchecked Sendable {
 
     private func failure(_ problems: [String]) -> CheckerFailure {
         CheckerFailure(
-            seed: seed, kind: remote.kind, steps: log, problems: problems, logTail: mount?.logTail(lines: 30) ?? "",
+            seed: seed, kind: remote.kind, steps: log, problems: problems, logTail: mount?.logTail(lines: 120) ?? "",
             summary: summary)
     }
 
