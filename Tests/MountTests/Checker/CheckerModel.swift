@@ -257,11 +257,23 @@ struct CheckerModel: Sendable {
             if node.content != remoteContents[path] { node.obligation = node.content }
             nodes[id] = node
         }
-        if let written {
-            var remote = Node(kind: .file, content: written, names: [paths.last!], contested: true)
-            remote.versions.insert(written)
-            add(remote)
+        guard let written else { return }
+        var remote = Node(kind: .file, content: written, names: [paths.last!], contested: true)
+        remote.versions.insert(written)
+        // A file renamed here may still have its old name on the remote (the rename not sent
+        // yet): a remote write there goes into it, and its bytes follow it to its new name. The
+        // model cannot tell whether the rename went first, so either outcome holds; what the
+        // renamed file held is then not checked as an obligation (a remote overwrite is the
+        // remote's to make, and a local version not yet sent meets a conflict, tested elsewhere).
+        if case .remoteWrite(let path, _, _) = operation {
+            for (id, var node) in nodes where node.kind == .file && node.names.contains(path) && tree[path] != id {
+                node.contested = true
+                node.versions.insert(written)
+                nodes[id] = node
+                remote.names.formUnion(tree.filter { $0.value == id }.map(\.key))
+            }
         }
+        add(remote)
     }
 
     /// Marks the nodes an operation in a race window touched (its paths) as contested.
@@ -269,6 +281,16 @@ struct CheckerModel: Sendable {
         for path in Self.paths(of: operation) {
             guard let id = tree[path] else { continue }
             nodes[id]?.contested = true
+        }
+        // A rename here carries the item with it, and so what the remote wrote into it meanwhile
+        // (metadata is last writer wins, contents merge: the remote's bytes under the new name).
+        if case .rename(let from, let to) = operation {
+            for (id, var node) in nodes where node.contested {
+                for name in node.names where name == from || name.hasPrefix(from + "/") {
+                    node.names.insert(to + name.dropFirst(from.count))
+                }
+                nodes[id] = node
+            }
         }
         if case .write(let handle, _, _) = operation, let id = handles[handle] { nodes[id]?.contested = true }
     }
