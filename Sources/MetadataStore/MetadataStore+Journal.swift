@@ -287,9 +287,12 @@ extension MetadataStore {
             let sent = try PendingChange.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)]
             )?.sending ?? []
+            // A remote whose content version holds the time (the folder remote) moves it for a
+            // time sent here too: then only another size tells that the contents moved on.
             let contentsMovedOn =
                 record.item.kind == .file && !sent.contains(.contents)
                 && remote.version.content != record.item.version.content
+                && (!sent.contains(.contentModificationDate) || remote.size != record.item.size)
             var identity = try Self.takeRemoteIdentity(
                 of: remote, replacing: record, inode: inode, alias: false, keepingContentVersion: contentsMovedOn,
                 in: db)
