@@ -59,6 +59,22 @@ extension MountTests {
             ["--s3-endpoint", server.endpoint.absoluteString, "--poll-interval", "0"]
         }
 
+        /// What `fpfs mount s3://BUCKET` at `endpoint` said, for a mount expected to fail (one that
+        /// did mount is unmounted); never leaves a mount behind.
+        static func refusedMount(
+            _ bucket: String, endpoint: URL, environment: [String: String], in scratch: Scratch
+        ) async throws -> Command.Output {
+            var command = try TestMount.mountCommand(
+                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
+                options: ["--s3-endpoint", endpoint.absoluteString, "--poll-interval", "0"])
+            command.environment = environment
+            let output = await command.run()
+            if output.succeeded {
+                TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache).unmount()
+            }
+            return output
+        }
+
         @Test("reads, writes, renames, deletes and a conflict through the mount reach the bucket")
         func readWriteRenameDeleteConflict() async throws {
             let server = try await S3TestServer.shared()
@@ -333,17 +349,28 @@ extension MountTests {
             defer { proxy.stop() }
             let scratch = try Scratch()
             defer { scratch.remove() }
-            var refused = try TestMount.mountCommand(
-                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
-                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"])
-            refused.environment = Self.environment(server)
-            let output = await refused.run()
-            if output.succeeded {
-                TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache).unmount()
-            }
+            let output = try await Self.refusedMount(
+                bucket, endpoint: proxy.endpoint, environment: Self.environment(server), in: scratch)
             #expect(output.status != 0, "\(mode): mounted")
             #expect(output.stderr.contains(message), "\(output)")
             #expect(output.stderr.split(separator: "\n").count == 1, "\(output)")
+        }
+
+        @Test("an endpoint whose port refuses connections fails the mount with one line naming it, as WebDAV's")
+        func refusedPort() async throws {
+            let server = try await S3TestServer.shared()
+            let port = try WebDAVTestServer.freePort()
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let output = try await Self.refusedMount(
+                S3TestServer.bucketName("refusedport"), endpoint: URL(string: "http://127.0.0.1:\(port)")!,
+                environment: Self.environment(server), in: scratch)
+            #expect(
+                output.status != 0
+                    && output.stderr.contains("nothing listens on 127.0.0.1:\(port) — is the server running?"),
+                "\(output)")
+            #expect(output.stderr.split(separator: "\n").count == 1, "\(output)")
+            #expect(!MountTable.isMounted(scratch.mountpoint))
         }
 
         @Test("an object the server refuses as too large shows error and is not sent again every second")
@@ -435,14 +462,9 @@ extension MountTests {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let wrongSecret = "wrong-\(UUID().uuidString)"
-            var refused = try TestMount.mountCommand(
-                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
-                options: Self.options(server))
-            refused.environment = Self.environment(server, secret: wrongSecret)
-            let output = await refused.run()
-            if output.succeeded {
-                TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache).unmount()
-            }
+            let output = try await Self.refusedMount(
+                bucket, endpoint: server.endpoint, environment: Self.environment(server, secret: wrongSecret),
+                in: scratch)
             #expect(output.status != 0, "a wrong secret mounted")
             #expect(
                 output.stderr.contains("access denied by the server: check the access key"), "\(output)")
