@@ -373,21 +373,35 @@ extension MountTests {
             #expect(!MountTable.isMounted(scratch.mountpoint))
         }
 
-        @Test("an object the server refuses as too large shows error and is not sent again every second")
-        func entityTooLargeIsARefusal() async throws {
+        @Test(
+            "an upload refused for a full quota (403 QuotaExceeded, 507 InsufficientQuota) or as too large shows error, is not sent again every second, and goes at the next fpfs sync once the server takes it",
+            arguments: [
+                ("quota", "insufficient quota"), ("full", "insufficient quota"),
+                ("toolarge", "refuses an object this large"),
+            ])
+        func refusedUpload(mode: String, reason: String) async throws {
             let server = try await S3TestServer.shared()
-            let bucket = try await Self.bucket("toolarge", on: server, files: [:])
-            try await Self.withMountThroughProxy(bucket, on: server, mode: "toolarge") { mount, proxy in
+            let bucket = try await Self.bucket("refused\(mode)", on: server, files: [:])
+            try await Self.withMountThroughProxy(bucket, on: server, mode: mode) { mount, proxy in
                 try await Command.bash("echo big > \"$1\"", mount.path("big.txt")).check()
                 let synced = try await FpfsBinary.command(
                     ["sync", mount.mountpoint, "--timeout", "60"], timeout: .seconds(90)
                 ).run()
-                #expect(synced.status != 0 && synced.stderr.contains("refused"), "\(synced)")
+                #expect(synced.status != 0 && synced.stderr.contains("the remote refused 1 changes"), "\(synced)")
+                #expect(synced.duration < .seconds(30), "fpfs sync waited for a refusal: \(synced)")
                 #expect(try await mount.xattr("user.fpfs.state", of: "big.txt") == "error")
+                let status = try await FpfsBinary.command(["status", mount.mountpoint]).check().stdout
+                #expect(status.contains("1 refused by the remote") && status.contains(reason), "\(status)")
                 let sent = try proxy.answers().filter { $0.method == "PUT" }.count
                 try await Task.sleep(for: .seconds(3))
                 #expect(try proxy.answers().filter { $0.method == "PUT" }.count == sent, "sent again within 3 s")
                 #expect(try await server.get(bucket: bucket, key: "big.txt") == nil)
+
+                // Space freed (or the limit raised): the next fpfs sync sends it at once.
+                try proxy.stopRefusing()
+                try await mount.sync()
+                #expect(try await server.get(bucket: bucket, key: "big.txt") == Data("big\n".utf8))
+                #expect(try await mount.xattr("user.fpfs.state", of: "big.txt") == "local")
             }
         }
 

@@ -218,6 +218,7 @@ public final class S3FaultProxy: Sendable {
         let output = server.directory.appending(path: "proxy-\(port).out").path
         let log = server.directory.appending(path: "proxy-\(port).log").path
         FileManager.default.createFile(atPath: log, contents: nil)
+        FileManager.default.createFile(atPath: log + ".refusing", contents: nil)
         let pid = try ChildProcess.spawn(
             ["python3", script, String(port), String(server.endpoint.port ?? 80), mode, log], stdout: .file(output),
             stderr: .file(output),
@@ -232,6 +233,12 @@ public final class S3FaultProxy: Sendable {
         }
         proxy.stop()
         throw TestServerFailure("s3-fault-proxy.py did not start")
+    }
+
+    /// From now on a refusing mode (quota, full, toolarge…) lets every request through, as a
+    /// server whose quota was freed or whose limit was raised.
+    public func stopRefusing() throws {
+        try FileManager.default.removeItem(atPath: log + ".refusing")
     }
 
     public func stop() {
