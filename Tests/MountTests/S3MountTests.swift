@@ -232,6 +232,60 @@ extension MountTests {
             }
         }
 
+        /// How many keys the listing soak puts in its bucket (FPFS_S3_SOAK_KEYS=N, e.g. 100000).
+        /// Off by default: filling the bucket takes minutes.
+        static let soakKeys = ProcessInfo.processInfo.environment["FPFS_S3_SOAK_KEYS"].flatMap(Int.init) ?? 0
+
+        @Test(
+            "a bucket of many keys in ten folders lists whole through find and ls -lR, with listings only (no HEAD, no GET)",
+            .enabled(if: soakKeys > 0))
+        func listingSoak() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = S3TestServer.bucketName("soak")
+            try await server.makeBucket(bucket)
+            let perFolder = (Self.soakKeys + 9) / 10
+            let keys = (0..<Self.soakKeys).map { String(format: "d%02d/file%06d.txt", $0 / perFolder, $0) }
+            let filling = ContinuousClock.now
+            try await server.putMany(Data("x".utf8), bucket: bucket, keys: keys)
+            print("soak: \(keys.count) keys put in \(ContinuousClock.now - filling)")
+            let folders = Set(keys.map { $0.prefix(3) }).count
+            try await Self.withMountThroughProxy(bucket, on: server) { mount, proxy in
+                let before = try proxy.answers().count
+                var started = ContinuousClock.now
+                let found = try await Command.bash("find \"$1\" | wc -l", mount.mountpoint, timeout: .seconds(1800))
+                    .check()
+                let findTime = ContinuousClock.now - started
+                #expect(Int(found.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == keys.count + folders + 1)
+                let afterFind = try proxy.answers().count
+                started = ContinuousClock.now
+                let listed = try await Command.bash(
+                    "ls -lR \"$1\" | grep -c '^-'", mount.mountpoint, timeout: .seconds(1800)
+                ).check()
+                let lsTime = ContinuousClock.now - started
+                #expect(Int(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == keys.count)
+                let sent = try proxy.answers().dropFirst(before)
+                print(
+                    "soak: find \(findTime) (\(afterFind - before) requests), ls -lR \(lsTime) "
+                        + "(\(sent.count - (afterFind - before)) requests)")
+                #expect(sent.allSatisfy { $0.method == "GET" && $0.path.contains("list-type=2") }, "\(sent.prefix(20))")
+                // One page of 1000 keys a request, per folder, and the root's.
+                let pages = folders * ((perFolder + 999) / 1000) + 1
+                #expect(sent.count <= pages + folders, "\(sent.count) requests for \(pages) pages")
+            }
+            // ls -lR first, on a fresh cache folder.
+            try await Self.withMountThroughProxy(bucket, on: server) { mount, proxy in
+                let before = try proxy.answers().count
+                let started = ContinuousClock.now
+                let listed = try await Command.bash(
+                    "ls -lR \"$1\" | grep -c '^-'", mount.mountpoint, timeout: .seconds(1800)
+                ).check()
+                let sent = try proxy.answers().dropFirst(before)
+                print("soak: cold ls -lR \(ContinuousClock.now - started) (\(sent.count) requests)")
+                #expect(Int(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == keys.count)
+                #expect(sent.allSatisfy { $0.method == "GET" && $0.path.contains("list-type=2") }, "\(sent.prefix(20))")
+            }
+        }
+
         @Test(
             "times and modes live in x-amz-meta-mtime/mode: read back from a GET, sent by touch and chmod, kept in listings"
         )
