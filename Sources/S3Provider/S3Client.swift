@@ -147,7 +147,8 @@ final class S3Client: Sendable {
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 guard request.isIdempotent, attempt < configuration.retries else {
-                    throw ProviderError.serverUnreachable(reason: "\(origin): \(error)")
+                    throw ProviderError.serverUnreachable(
+                        reason: RefusedConnection.reason(for: error, authority: host) ?? "\(origin): \(error)")
                 }
             }
             attempt += 1

@@ -708,14 +708,16 @@ final class Uploader: Sendable {
         }
     }
 
-    /// Errors that pass by themselves: the remote away or busy, the cache disk full for now.
+    /// Errors that pass by themselves: the remote away or busy, the cache disk full for now. A full
+    /// quota on the remote is not one: it answers every retry alike until someone frees space
+    /// (DECISIONS 260).
     private static func isTransient(_ error: any Error) -> Bool {
         switch error {
         case is RemoteTimeout, is StoreDiskFull: return true
         case let error as Errno: return error == .noSpace
         case let error as ProviderError:
             switch error {
-            case .serverUnreachable, .insufficientQuota, .cannotSynchronize: return true
+            case .serverUnreachable, .cannotSynchronize: return true
             default: return false
             }
         default: return false

@@ -260,10 +260,8 @@ final class WebDAVClient: Sendable {
     }
 
     private static func describe(_ error: any Error, url: String) -> String {
-        if refusedConnection(error) {
-            let authority = url.range(of: "://").map { String(url[$0.upperBound...]) } ?? url
-            return "nothing listens on \(authority) — is the server running?"
-        }
+        let authority = url.range(of: "://").map { String(url[$0.upperBound...]) } ?? url
+        if let refused = RefusedConnection.reason(for: error, authority: authority) { return refused }
         if let error = error as? HTTPClientError {
             switch error {
             case .connectTimeout: return "no connection to \(url) within the connect timeout"
@@ -273,13 +271,6 @@ final class WebDAVClient: Sendable {
             }
         }
         return "\(url): \(error)"
-    }
-
-    /// The connection was refused: nothing listens on that port (ECONNREFUSED), however the
-    /// HTTP client wraps it.
-    private static func refusedConnection(_ error: any Error) -> Bool {
-        if let error = error as? IOError { return error.errnoCode == ECONNREFUSED }
-        return "\(error)".contains("Connection refused")
     }
 }
 

@@ -59,6 +59,22 @@ extension MountTests {
             ["--s3-endpoint", server.endpoint.absoluteString, "--poll-interval", "0"]
         }
 
+        /// What `fpfs mount s3://BUCKET` at `endpoint` said, for a mount expected to fail (one that
+        /// did mount is unmounted); never leaves a mount behind.
+        static func refusedMount(
+            _ bucket: String, endpoint: URL, environment: [String: String], in scratch: Scratch
+        ) async throws -> Command.Output {
+            var command = try TestMount.mountCommand(
+                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
+                options: ["--s3-endpoint", endpoint.absoluteString, "--poll-interval", "0"])
+            command.environment = environment
+            let output = await command.run()
+            if output.succeeded {
+                TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache).unmount()
+            }
+            return output
+        }
+
         @Test("reads, writes, renames, deletes and a conflict through the mount reach the bucket")
         func readWriteRenameDeleteConflict() async throws {
             let server = try await S3TestServer.shared()
@@ -216,6 +232,60 @@ extension MountTests {
             }
         }
 
+        /// How many keys the listing soak puts in its bucket (FPFS_S3_SOAK_KEYS=N, e.g. 100000).
+        /// Off by default: filling the bucket takes minutes.
+        static let soakKeys = ProcessInfo.processInfo.environment["FPFS_S3_SOAK_KEYS"].flatMap(Int.init) ?? 0
+
+        @Test(
+            "a bucket of many keys in ten folders lists whole through find and ls -lR, with listings only (no HEAD, no GET)",
+            .enabled(if: soakKeys > 0))
+        func listingSoak() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = S3TestServer.bucketName("soak")
+            try await server.makeBucket(bucket)
+            let perFolder = (Self.soakKeys + 9) / 10
+            let keys = (0..<Self.soakKeys).map { String(format: "d%02d/file%06d.txt", $0 / perFolder, $0) }
+            let filling = ContinuousClock.now
+            try await server.putMany(Data("x".utf8), bucket: bucket, keys: keys)
+            print("soak: \(keys.count) keys put in \(ContinuousClock.now - filling)")
+            let folders = Set(keys.map { $0.prefix(3) }).count
+            try await Self.withMountThroughProxy(bucket, on: server) { mount, proxy in
+                let before = try proxy.answers().count
+                var started = ContinuousClock.now
+                let found = try await Command.bash("find \"$1\" | wc -l", mount.mountpoint, timeout: .seconds(1800))
+                    .check()
+                let findTime = ContinuousClock.now - started
+                #expect(Int(found.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == keys.count + folders + 1)
+                let afterFind = try proxy.answers().count
+                started = ContinuousClock.now
+                let listed = try await Command.bash(
+                    "ls -lR \"$1\" | grep -c '^-'", mount.mountpoint, timeout: .seconds(1800)
+                ).check()
+                let lsTime = ContinuousClock.now - started
+                #expect(Int(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == keys.count)
+                let sent = try proxy.answers().dropFirst(before)
+                print(
+                    "soak: find \(findTime) (\(afterFind - before) requests), ls -lR \(lsTime) "
+                        + "(\(sent.count - (afterFind - before)) requests)")
+                #expect(sent.allSatisfy { $0.method == "GET" && $0.path.contains("list-type=2") }, "\(sent.prefix(20))")
+                // One page of 1000 keys a request, per folder, and the root's.
+                let pages = folders * ((perFolder + 999) / 1000) + 1
+                #expect(sent.count <= pages + folders, "\(sent.count) requests for \(pages) pages")
+            }
+            // ls -lR first, on a fresh cache folder.
+            try await Self.withMountThroughProxy(bucket, on: server) { mount, proxy in
+                let before = try proxy.answers().count
+                let started = ContinuousClock.now
+                let listed = try await Command.bash(
+                    "ls -lR \"$1\" | grep -c '^-'", mount.mountpoint, timeout: .seconds(1800)
+                ).check()
+                let sent = try proxy.answers().dropFirst(before)
+                print("soak: cold ls -lR \(ContinuousClock.now - started) (\(sent.count) requests)")
+                #expect(Int(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == keys.count)
+                #expect(sent.allSatisfy { $0.method == "GET" && $0.path.contains("list-type=2") }, "\(sent.prefix(20))")
+            }
+        }
+
         @Test(
             "times and modes live in x-amz-meta-mtime/mode: read back from a GET, sent by touch and chmod, kept in listings"
         )
@@ -333,34 +403,59 @@ extension MountTests {
             defer { proxy.stop() }
             let scratch = try Scratch()
             defer { scratch.remove() }
-            var refused = try TestMount.mountCommand(
-                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
-                options: ["--s3-endpoint", proxy.endpoint.absoluteString, "--poll-interval", "0"])
-            refused.environment = Self.environment(server)
-            let output = await refused.run()
-            if output.succeeded {
-                TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache).unmount()
-            }
+            let output = try await Self.refusedMount(
+                bucket, endpoint: proxy.endpoint, environment: Self.environment(server), in: scratch)
             #expect(output.status != 0, "\(mode): mounted")
             #expect(output.stderr.contains(message), "\(output)")
             #expect(output.stderr.split(separator: "\n").count == 1, "\(output)")
         }
 
-        @Test("an object the server refuses as too large shows error and is not sent again every second")
-        func entityTooLargeIsARefusal() async throws {
+        @Test("an endpoint whose port refuses connections fails the mount with one line naming it, as WebDAV's")
+        func refusedPort() async throws {
             let server = try await S3TestServer.shared()
-            let bucket = try await Self.bucket("toolarge", on: server, files: [:])
-            try await Self.withMountThroughProxy(bucket, on: server, mode: "toolarge") { mount, proxy in
+            let port = try WebDAVTestServer.freePort()
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let output = try await Self.refusedMount(
+                S3TestServer.bucketName("refusedport"), endpoint: URL(string: "http://127.0.0.1:\(port)")!,
+                environment: Self.environment(server), in: scratch)
+            #expect(
+                output.status != 0
+                    && output.stderr.contains("nothing listens on 127.0.0.1:\(port) — is the server running?"),
+                "\(output)")
+            #expect(output.stderr.split(separator: "\n").count == 1, "\(output)")
+            #expect(!MountTable.isMounted(scratch.mountpoint))
+        }
+
+        @Test(
+            "an upload refused for a full quota (403 QuotaExceeded, 507 InsufficientQuota) or as too large shows error, is not sent again every second, and goes at the next fpfs sync once the server takes it",
+            arguments: [
+                ("quota", "insufficient quota"), ("full", "insufficient quota"),
+                ("toolarge", "refuses an object this large"),
+            ])
+        func refusedUpload(mode: String, reason: String) async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("refused\(mode)", on: server, files: [:])
+            try await Self.withMountThroughProxy(bucket, on: server, mode: mode) { mount, proxy in
                 try await Command.bash("echo big > \"$1\"", mount.path("big.txt")).check()
                 let synced = try await FpfsBinary.command(
                     ["sync", mount.mountpoint, "--timeout", "60"], timeout: .seconds(90)
                 ).run()
-                #expect(synced.status != 0 && synced.stderr.contains("refused"), "\(synced)")
+                #expect(synced.status != 0 && synced.stderr.contains("the remote refused 1 changes"), "\(synced)")
+                #expect(synced.duration < .seconds(30), "fpfs sync waited for a refusal: \(synced)")
                 #expect(try await mount.xattr("user.fpfs.state", of: "big.txt") == "error")
+                let status = try await FpfsBinary.command(["status", mount.mountpoint]).check().stdout
+                #expect(status.contains("1 refused by the remote") && status.contains(reason), "\(status)")
                 let sent = try proxy.answers().filter { $0.method == "PUT" }.count
                 try await Task.sleep(for: .seconds(3))
                 #expect(try proxy.answers().filter { $0.method == "PUT" }.count == sent, "sent again within 3 s")
                 #expect(try await server.get(bucket: bucket, key: "big.txt") == nil)
+
+                // Space freed (or the limit raised): the next fpfs sync sends it at once.
+                try proxy.stopRefusing()
+                try await mount.sync()
+                #expect(try await server.get(bucket: bucket, key: "big.txt") == Data("big\n".utf8))
+                #expect(try await mount.xattr("user.fpfs.state", of: "big.txt") == "local")
             }
         }
 
@@ -435,14 +530,9 @@ extension MountTests {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let wrongSecret = "wrong-\(UUID().uuidString)"
-            var refused = try TestMount.mountCommand(
-                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
-                options: Self.options(server))
-            refused.environment = Self.environment(server, secret: wrongSecret)
-            let output = await refused.run()
-            if output.succeeded {
-                TestMount(remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.cache).unmount()
-            }
+            let output = try await Self.refusedMount(
+                bucket, endpoint: server.endpoint, environment: Self.environment(server, secret: wrongSecret),
+                in: scratch)
             #expect(output.status != 0, "a wrong secret mounted")
             #expect(
                 output.stderr.contains("access denied by the server: check the access key"), "\(output)")

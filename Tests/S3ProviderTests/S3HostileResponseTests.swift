@@ -88,10 +88,10 @@ import Testing
         }
     }
 
-    /// A full quota (QuotaExceeded, 507) is `insufficientQuota` (EDQUOT, retried later); an object
-    /// too large (EntityTooLarge) a refusal, `notAuthenticated`, which the engine does not retry
-    /// every second.
-    @Test(arguments: ["quota", "toolarge"])
+    /// A full quota (403 QuotaExceeded, 507 InsufficientQuota) is `insufficientQuota` (EDQUOT); an
+    /// object too large (EntityTooLarge) `notAuthenticated`: both refusals, which the engine does
+    /// not retry every second.
+    @Test(arguments: ["quota", "full", "toolarge"])
     func refusedWriteIsMapped(mode: String) async throws {
         let server = try await S3TestServer.shared()
         let bucket = S3TestServer.bucketName(mode)
@@ -109,7 +109,8 @@ import Testing
         })
         await provider.invalidate()
         switch (mode, outcome) {
-        case ("quota", .failure(ProviderError.insufficientQuota)): break
+        case ("quota", .failure(ProviderError.insufficientQuota)), ("full", .failure(ProviderError.insufficientQuota)):
+            break
         case ("toolarge", .failure(ProviderError.notAuthenticated(let reason))):
             #expect(reason.contains("refuses an object this large") && reason.contains("EntityTooLarge"), "\(reason)")
         default: Issue.record("\(mode) gave \(outcome)")

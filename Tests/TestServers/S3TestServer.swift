@@ -162,6 +162,26 @@ public final class S3TestServer: Sendable {
         }
     }
 
+    /// Stores `content` under every one of `keys` (names of `A-Za-z0-9-_./` only), from one curl
+    /// sending 32 at once: fast enough for a bucket of 100,000 keys.
+    public func putMany(_ content: Data, bucket: String, keys: [String]) async throws {
+        let source = directory.appending(path: "many-\(UUID().uuidString)")
+        let config = directory.appending(path: "many-\(UUID().uuidString).curlrc")
+        defer {
+            try? FileManager.default.removeItem(at: source)
+            try? FileManager.default.removeItem(at: config)
+        }
+        try content.write(to: source)
+        let base = endpoint.absoluteString + "/" + bucket + "/"
+        let lines = keys.map { "url = \"\(base)\($0)\"\nupload-file = \"\(source.path)\"\noutput = /dev/null\n" }
+        try Data(lines.joined().utf8).write(to: config)
+        let finished = try await ChildProcess.run([
+            "curl", "-s", "-f", "--parallel", "--parallel-max", "32", "--aws-sigv4", "aws:amz:\(region):s3",
+            "--user", "\(accessKey):\(secretKey)", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-K", config.path,
+        ])
+        guard finished.status == 0 else { throw TestServerFailure("curl of \(keys.count) PUTs: exit \(finished.status)") }
+    }
+
     /// The content of `key`, or nil when the gateway has none (404).
     public func get(bucket: String, key: String) async throws -> Data? {
         let (status, body) = try await request("GET", "/\(bucket)/\(key)")
@@ -217,7 +237,8 @@ public final class S3FaultProxy: Sendable {
         let port = try WebDAVTestServer.freePort()
         let output = server.directory.appending(path: "proxy-\(port).out").path
         let log = server.directory.appending(path: "proxy-\(port).log").path
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log + ".refusing", contents: nil)
         let pid = try ChildProcess.spawn(
             ["python3", script, String(port), String(server.endpoint.port ?? 80), mode, log], stdout: .file(output),
             stderr: .file(output),
@@ -232,6 +253,12 @@ public final class S3FaultProxy: Sendable {
         }
         proxy.stop()
         throw TestServerFailure("s3-fault-proxy.py did not start")
+    }
+
+    /// From now on a refusing mode (quota, full, toolarge…) lets every request through, as a
+    /// server whose quota was freed or whose limit was raised.
+    public func stopRefusing() throws {
+        try FileManager.default.removeItem(atPath: log + ".refusing")
     }
 
     public func stop() {

@@ -16,9 +16,12 @@ MODE spoils answers:
           in $S3_PROXY_SECRET: a server that ignores conditional writes (older RGW, some gateways)
   region  every request gets 400 AuthorizationHeaderMalformed naming the region eu-west-1
   skew    every request gets 403 RequestTimeTooSkewed
-  quota   every PUT gets 403 QuotaExceeded
+  quota   every PUT gets 403 QuotaExceeded (as RGW answers a full user or bucket quota)
+  full    every PUT gets 507 InsufficientQuota
   toolarge  every PUT gets 400 EntityTooLarge
   pass    nothing
+The refusing modes (region to toolarge) refuse only while the file LOG.refusing exists, so that a
+test can free the quota or lift the limit by removing it.
 With LOG, each answer is a line there: method, path, status and body bytes sent. Prints "ready"
 once it listens.
 """
@@ -38,9 +41,11 @@ REFUSALS = {
     "region": (None, 400, "AuthorizationHeaderMalformed", "<Region>eu-west-1</Region>"),
     "skew": (None, 403, "RequestTimeTooSkewed", ""),
     "quota": ("PUT", 403, "QuotaExceeded", ""),
+    "full": ("PUT", 507, "InsufficientQuota", ""),
     "toolarge": ("PUT", 400, "EntityTooLarge", ""),
 }
 LOG = open(sys.argv[4], "a", buffering=1) if len(sys.argv) > 4 else None
+REFUSING = sys.argv[4] + ".refusing" if len(sys.argv) > 4 else None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -56,7 +61,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if MODE == "overloaded" or (MODE == "slowdown" and number < 2):
             self.refuse(503, SLOWDOWN)
             return
-        if MODE in REFUSALS and REFUSALS[MODE][0] in (None, self.command):
+        refusing = REFUSING is None or os.path.exists(REFUSING)
+        if MODE in REFUSALS and REFUSALS[MODE][0] in (None, self.command) and refusing:
             _, status, code, more = REFUSALS[MODE]
             self.refuse(status, f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>{more}</Error>'.encode())
             return
