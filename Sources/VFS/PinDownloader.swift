@@ -94,10 +94,11 @@ final class PinDownloader: Sendable {
 
     /// Lists and fetches everything below `inode`; returns a description of the first failure.
     private func download(_ inode: UInt64) async -> String? {
+        var folder = "inode \(inode)"
         do {
             guard let root = try await store.record(inode: inode) else { return nil }
             var files: [ItemRecord] = []
-            try await collectFiles(from: root, into: &files)
+            try await collectFiles(from: root, into: &files, listing: &folder)
             return await withTaskGroup(of: String?.self) { group in
                 var next = files.makeIterator()
                 var firstFailure: String?
@@ -114,19 +115,25 @@ final class PinDownloader: Sendable {
         } catch {
             // Stopped by an unpin (or the unmount): not a failure of the pin.
             if Task.isCancelled { return nil }
-            return "cannot list a pinned folder: \(describe(error))"
+            let errno = describe(error, about: "listing of \(folder) for a pin")
+            return "cannot list the pinned folder \(folder): \(errno)"
         }
     }
 
-    private func collectFiles(from record: ItemRecord, into files: inout [ItemRecord]) async throws {
+    /// Adds the files below `record` to `files`; `listing` names the folder being listed, for the
+    /// failure's message.
+    private func collectFiles(from record: ItemRecord, into files: inout [ItemRecord], listing: inout String)
+        async throws
+    {
         switch record.item.kind {
         case .file: files.append(record)
         case .symlink: break
         case .directory:
             try Task.checkCancellation()
+            listing = "\(record.identifier)"
             try await lister.ensureListed(record.identifier)
             for child in try await store.children(of: record.identifier) {
-                try await collectFiles(from: child, into: &files)
+                try await collectFiles(from: child, into: &files, listing: &listing)
             }
         }
     }
@@ -149,11 +156,11 @@ final class PinDownloader: Sendable {
             return nil
         } catch {
             if Task.isCancelled { return nil }
-            return "cannot download \(item.filename): \(describe(error))"
+            return "cannot download \(item.filename): \(describe(error, about: "pin of \(item.filename)"))"
         }
     }
 
-    private func describe(_ error: any Error) -> String {
-        String(describing: ErrnoMapping.errno(for: error, logger: logger))
+    private func describe(_ error: any Error, about subject: String) -> String {
+        String(describing: ErrnoMapping.errno(for: error, about: subject, logger: logger))
     }
 }
