@@ -681,7 +681,9 @@ public final class FileSystem: FileSystemOperations {
         guard let open = openDirectories[handle.rawValue] else { throw Errno.badFileDescriptor }
         // Reading a listing changes nothing, so it may give up with its caller: no task of its own,
         // which would cost every readdir a hop even when the handle has its listing already.
-        let listing = try await answeringInterruptibly(about: "listing of \(open.directory.identifier)") {
+        let listing = try await answeringInterruptibly(
+            about: "listing of \(inode == .root ? "/" : "\(open.directory.item.filename)")"
+        ) {
             try await open.listing { try await self.listing(of: open.directory, inode: inode) }
         }
         fill(&buffer, from: listing, of: open.directory, inode: inode, offset: offset)

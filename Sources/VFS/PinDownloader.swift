@@ -130,7 +130,7 @@ final class PinDownloader: Sendable {
         case .symlink: break
         case .directory:
             try Task.checkCancellation()
-            listing = "\(record.identifier)"
+            listing = record.identifier == .rootContainer ? "/" : "\(record.item.filename)"
             try await lister.ensureListed(record.identifier)
             for child in try await store.children(of: record.identifier) {
                 try await collectFiles(from: child, into: &files, listing: &listing)
