@@ -96,12 +96,15 @@ final class ContentFetcher: Sendable {
         _ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String,
         priority: FetchPriority = .interactive, prefetching ahead: ReadAheadWindow.Refill? = nil, pin: UInt64? = nil
     ) async throws {
+        // A few times at most: once waiting on its own claims a reader is never cancelled again,
+        // so only a provider throwing CancellationError of its own accord could come back each time.
+        var attemptsLeft = 3
         while true {
             do {
                 return try await waitUntilPresent(
                     range, of: content, version: version, name: name, priority: priority, prefetching: ahead, pin: pin)
-            } catch is CancellationError where !Task.isCancelled {
-                continue
+            } catch is CancellationError where !Task.isCancelled && attemptsLeft > 1 {
+                attemptsLeft -= 1
             }
         }
     }
@@ -317,7 +320,7 @@ final class ContentFetcher: Sendable {
             sink.close()
             let forgotten = content.finish(claim, error: error, untrusted: sink.written)
             if !forgotten.isEmpty { dropKernelCopies(of: forgotten, of: identifier) }
-            statistics.fetchEnded(download, failed: true)
+            statistics.fetchEnded(download, failed: !(error is CancellationError))
             return false
         }
     }
