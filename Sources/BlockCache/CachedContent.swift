@@ -134,6 +134,8 @@ public final class CachedContent: Sendable {
                 let claimed = state.withLock {
                     state -> Result<(new: [ContentClaim], depended: [ContentClaim])?, any Error> in
                     if state.landed.contains(wanted) { return .success(nil) }
+                    // Cancelled before this waiter was registered: `onCancel` found nothing to end.
+                    if Task.isCancelled { return .failure(CancellationError()) }
                     let now = ContinuousClock.now
                     state.recentFailures.removeAll { now - $0.time > Self.failureMemory }
                     if let failure = state.recentFailures.first(where: { $0.range.overlaps(wanted) }) {
@@ -216,6 +218,11 @@ public final class CachedContent: Sendable {
         }
     }
 
+    /// True when a reader waits on `claim`: its fetch must go on for it.
+    public func isWaitedOn(_ claim: ContentClaim) -> Bool {
+        state.withLock { state in state.waiters.values.contains { $0.pendingClaims.contains(claim.id) } }
+    }
+
     /// Stores fetched bytes at `offset` and wakes the readers they satisfy, from the blocking-I/O
     /// queue. `accept` is asked under the lock, after the bytes are in the file, whether they
     /// still count: a fetch that has been abandoned must not make bytes present.
@@ -266,7 +273,8 @@ public final class CachedContent: Sendable {
                 forgotten: ByteRanges
             ) in
             state.claims[claim.id] = nil
-            if let error { state.recentFailures.append((claim.range, error, .now)) }
+            // A cancelled fetch (a stopped pin) says nothing about the remote: the next reader fetches.
+            if let error, !(error is CancellationError) { state.recentFailures.append((claim.range, error, .now)) }
             var forgotten = ByteRanges()
             if error != nil {
                 for range in untrusted.ranges + [claim.range] {

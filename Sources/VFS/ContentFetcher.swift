@@ -35,7 +35,13 @@ final class ContentFetcher: Sendable {
     private struct RunningFetch {
         /// For promotion, while the fetch waits for a slot.
         let ticket: PipelineLimiter.Ticket
+        let claim: ContentClaim
+        let content: CachedContent
+        /// The pinned inode whose download started this fetch (`cancelFetches(ofPin:)`).
+        let pin: UInt64?
         var task: Task<Void, Never>?
+        /// Cancelled before its task was recorded: the task is cancelled as it is.
+        var isCancelled = false
         /// The fetch has ended and its commit is under way.
         var isCommitting = false
     }
@@ -73,7 +79,12 @@ final class ContentFetcher: Sendable {
     }
 
     /// Returns once `range` of `content` is local, fetching what is missing at `priority`
-    /// (interactive: a process waits, and the fetches it joins go ahead too).
+    /// (interactive: a process waits, and the fetches it joins go ahead too). The fetches it starts
+    /// belong to `pin`'s download, when given.
+    ///
+    /// A fetch this call joined that was cancelled (a stopped pin's, in the moment between the check
+    /// that no reader waits on it and its end) is not this caller's failure: the missing bytes are
+    /// claimed again.
     ///
     /// `ahead` is prefetched right after the fetches of `range` have started, not once they have
     /// ended: a sequential reader's next blocks are then on their way while it waits for this one,
@@ -83,7 +94,24 @@ final class ContentFetcher: Sendable {
     /// them.
     func ensurePresent(
         _ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String,
-        priority: FetchPriority = .interactive, prefetching ahead: ReadAheadWindow.Refill? = nil
+        priority: FetchPriority = .interactive, prefetching ahead: ReadAheadWindow.Refill? = nil, pin: UInt64? = nil
+    ) async throws {
+        // A few times at most: once waiting on its own claims a reader is never cancelled again,
+        // so only a provider throwing CancellationError of its own accord could come back each time.
+        var attemptsLeft = 3
+        while true {
+            do {
+                return try await waitUntilPresent(
+                    range, of: content, version: version, name: name, priority: priority, prefetching: ahead, pin: pin)
+            } catch is CancellationError where !Task.isCancelled && attemptsLeft > 1 {
+                attemptsLeft -= 1
+            }
+        }
+    }
+
+    private func waitUntilPresent(
+        _ range: Range<UInt64>, of content: CachedContent, version: ItemVersion, name: String,
+        priority: FetchPriority, prefetching ahead: ReadAheadWindow.Refill?, pin: UInt64?
     ) async throws {
         var prefetched = false
         let firstWindow = ReadAheadWindow.firstWindow(blockSize: cache.blockSize)
@@ -91,7 +119,9 @@ final class ContentFetcher: Sendable {
         try await content.waitUntilPresent(
             range, granularity: granularity, extendingInto: riding,
             start: { claims in
-                for claim in claims { start(claim, of: content, version: version, name: name, priority: priority) }
+                for claim in claims {
+                    start(claim, of: content, version: version, name: name, priority: priority, pin: pin)
+                }
             },
             joined: { claims in
                 if priority == .interactive {
@@ -110,7 +140,8 @@ final class ContentFetcher: Sendable {
         }
     }
 
-    /// Starts fetching the missing parts of `range` at read-ahead priority, without waiting.
+    /// Starts fetching the missing parts of `range` at read-ahead priority, without waiting; for
+    /// `pin`'s download, when given.
     ///
     /// The range is cut into aligned pieces of up to `requestSize` (whole blocks, at least one; by
     /// default the largest read-ahead request, as for a whole file), each claimed as runs of
@@ -118,7 +149,7 @@ final class ContentFetcher: Sendable {
     /// several of them, so the pipeline runs them in parallel.
     func prefetch(
         _ range: Range<UInt64>, inRequestsOf requestSize: UInt64? = nil, of content: CachedContent,
-        version: ItemVersion, name: String
+        version: ItemVersion, name: String, pin: UInt64? = nil
     ) {
         guard partialProvider != nil, !range.isEmpty else { return }
         let requestSize = requestSize ?? configuration.readAheadRequestSize
@@ -128,17 +159,18 @@ final class ContentFetcher: Sendable {
             let pieceRange = piece..<min(piece + pieceSize, range.upperBound, content.size)
             piece += pieceSize
             for claim in content.claimMissing(in: pieceRange, granularity: granularity) {
-                start(claim, of: content, version: version, name: name, priority: .readAhead)
+                start(claim, of: content, version: version, name: name, priority: .readAhead, pin: pin)
             }
         }
     }
 
     private func start(
-        _ claim: ContentClaim, of content: CachedContent, version: ItemVersion, name: String, priority: FetchPriority
+        _ claim: ContentClaim, of content: CachedContent, version: ItemVersion, name: String, priority: FetchPriority,
+        pin: UInt64?
     ) {
         let key = ClaimKey(fileNumber: content.fileNumber, claim: claim.id)
         let ticket = limiter.makeTicket(owner: content.fileNumber)
-        running.withLock { $0[key] = RunningFetch(ticket: ticket) }
+        running.withLock { $0[key] = RunningFetch(ticket: ticket, claim: claim, content: content, pin: pin) }
         // A free slot is taken now, so that slots go in the order fetches were started (a read's
         // own blocks before the read-ahead started just after them), whatever order the tasks
         // run in.
@@ -168,9 +200,28 @@ final class ContentFetcher: Sendable {
                 await commit(content)
             }
         }
-        running.withLock { running in
-            if running[key] != nil { running[key]?.task = task }
+        let cancelled = running.withLock { running -> Bool in
+            guard running[key] != nil else { return false }
+            running[key]?.task = task
+            return running[key]?.isCancelled ?? false
         }
+        if cancelled { task.cancel() }
+    }
+
+    /// Cancels the fetches `pin`'s download started that no reader waits on (after the download
+    /// itself has stopped, so that its own waits are gone): their bytes are wanted no more. A
+    /// fetch a reader waits on goes on for it; one whose commit is under way has its bytes.
+    func cancelFetches(ofPin pin: UInt64) {
+        let cancelled = running.withLock { running -> [Task<Void, Never>] in
+            var tasks: [Task<Void, Never>] = []
+            for (key, fetch) in running where fetch.pin == pin && !fetch.isCommitting {
+                guard !fetch.content.isWaitedOn(fetch.claim) else { continue }
+                running[key]?.isCancelled = true
+                if let task = fetch.task { tasks.append(task) }
+            }
+            return tasks
+        }
+        for task in cancelled { task.cancel() }
     }
 
     /// Ends the gathering of the commits under way and waits for them, so that fetches that have
@@ -260,12 +311,16 @@ final class ContentFetcher: Sendable {
             statistics.fetchEnded(download, failed: false)
             return true
         } catch {
-            logger.warning("fetch of \(claim.range) of \(identifier) failed: \(error)")
-            if !(error is CancellationError) { statistics.noteProblem("fetch of \(name) failed: \(error)") }
+            if error is CancellationError {
+                logger.debug("fetch of bytes \(claim.range) of \(name) (\(identifier)) stopped")
+            } else {
+                logger.warning("cannot fetch bytes \(claim.range) of \(name) (\(identifier)): \(error)")
+                statistics.noteProblem("fetch of \(name) failed: \(error)")
+            }
             sink.close()
             let forgotten = content.finish(claim, error: error, untrusted: sink.written)
             if !forgotten.isEmpty { dropKernelCopies(of: forgotten, of: identifier) }
-            statistics.fetchEnded(download, failed: true)
+            statistics.fetchEnded(download, failed: !(error is CancellationError))
             return false
         }
     }

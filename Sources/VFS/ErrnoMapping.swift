@@ -7,9 +7,11 @@ import SystemPackage
     import Glibc
 #endif
 
-/// The one place where errors become errno (ARCHITECTURE §6). Anything unexpected is EIO and logged.
+/// The one place where errors become errno (ARCHITECTURE §6). Anything unexpected is EIO and logged,
+/// with what it was about (`subject`: the operation and the item's name) when the caller knows it.
 enum ErrnoMapping {
-    static func errno(for error: any Error, logger: Logger) -> Errno {
+    static func errno(for error: any Error, about subject: String? = nil, logger: Logger) -> Errno {
+        let about = subject.map { "\($0): " } ?? ""
         switch error {
         case let error as Errno:
             return error
@@ -25,7 +27,7 @@ enum ErrnoMapping {
             case .featureUnsupported: return .notSupported
             case .versionNoLongerAvailable: return .staleNFSFileHandle
             case .cannotSynchronize, .excludedFromSync, .pageExpired, .syncAnchorExpired, .conflict:
-                logger.error("provider error mapped to EIO: \(error)")
+                logger.error("\(about)provider error mapped to EIO: \(error)")
                 return .ioError
             }
         case is RemoteTimeout:
@@ -35,7 +37,7 @@ enum ErrnoMapping {
         case is CancellationError:
             return .interrupted
         default:
-            logger.error("unexpected error mapped to EIO: \(error)")
+            logger.error("\(about)unexpected error mapped to EIO: \(error)")
             return .ioError
         }
     }

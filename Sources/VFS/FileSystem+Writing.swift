@@ -561,7 +561,7 @@ extension FileSystem {
                 var attributes = try await self.store.userAttributes(inode: record.inode)
                 attributes[name] = value
                 if let reason = describing.reasonItCannotHold(attributes: attributes) {
-                    self.logger.notice("refused the attribute '\(name)' of inode \(record.inode): \(reason)")
+                    self.logger.notice("refused the attribute '\(name)' of \(record.item.filename): \(reason)")
                     throw Errno.argListTooLong
                 }
             }

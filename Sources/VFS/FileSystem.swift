@@ -417,7 +417,9 @@ public final class FileSystem: FileSystemOperations {
     public func read(
         inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext
     ) async throws -> ReadReply {
-        try await answeringInterruptibly {
+        try await answeringInterruptibly(
+            about: self.openFiles[handle.rawValue].map { "read of \($0.record.item.filename)" }
+        ) {
             guard let file = self.openFiles[handle.rawValue] else { throw Errno.badFileDescriptor }
             if let local = file.local {
                 let end = try await local.size()
@@ -681,7 +683,9 @@ public final class FileSystem: FileSystemOperations {
         guard let open = openDirectories[handle.rawValue] else { throw Errno.badFileDescriptor }
         // Reading a listing changes nothing, so it may give up with its caller: no task of its own,
         // which would cost every readdir a hop even when the handle has its listing already.
-        let listing = try await answeringInterruptibly {
+        let listing = try await answeringInterruptibly(
+            about: "listing of \(inode == .root ? "/" : "\(open.directory.item.filename)")"
+        ) {
             try await open.listing { try await self.listing(of: open.directory, inode: inode) }
         }
         fill(&buffer, from: listing, of: open.directory, inode: inode, offset: offset)
@@ -803,12 +807,14 @@ public final class FileSystem: FileSystemOperations {
     }
 
     /// Runs a request's body, which gives up when the caller is interrupted: for reads that wait
-    /// for the remote.
-    func answeringInterruptibly<T>(_ body: () async throws -> T) async throws -> T {
+    /// for the remote. `subject` (what is read, by name) goes into the log line of an EIO.
+    func answeringInterruptibly<T>(about subject: @autoclosure () -> String? = nil, _ body: () async throws -> T)
+        async throws -> T
+    {
         do {
             return try await body()
         } catch {
-            throw ErrnoMapping.errno(for: error, logger: logger)
+            throw ErrnoMapping.errno(for: error, about: subject(), logger: logger)
         }
     }
 

@@ -30,7 +30,8 @@ final class KernelCache: Sendable {
     func notifyDelete(parent: InodeNumber, child: InodeNumber, name: [UInt8]) async {
         guard let notifier = notifier.withLock({ $0 }) else { return }
         do { try await notifier.notifyDelete(parent: parent, child: child, name: name) } catch {
-            logger.warning("could not tell the kernel of a deletion in inode \(parent.rawValue): \(error)")
+            let name = String(decoding: name, as: UTF8.self)
+            logger.warning("could not tell the kernel that '\(name)' is gone from inode \(parent.rawValue): \(error)")
         }
     }
 
@@ -38,7 +39,8 @@ final class KernelCache: Sendable {
     func invalidateEntry(parent: InodeNumber, name: [UInt8]) async {
         guard let notifier = notifier.withLock({ $0 }) else { return }
         do { try await notifier.invalidateEntry(parent: parent, name: name) } catch {
-            logger.warning("could not invalidate a kernel entry in inode \(parent.rawValue): \(error)")
+            let name = String(decoding: name, as: UTF8.self)
+            logger.warning("could not invalidate the kernel's entry '\(name)' in inode \(parent.rawValue): \(error)")
         }
     }
 }

@@ -7,7 +7,8 @@ import Synchronization
 /// Downloads pinned items in the background (ARCHITECTURE §5): a folder is listed recursively and every
 /// file in it fetched whole, at read-ahead priority, so that reads a process waits on go first and
 /// no FUSE request waits for a pin. At most `filesAtOnce` files are fetched at a time; each file's
-/// fetches go through the pipeline limiter like any other.
+/// fetches go through the pipeline limiter like any other. An unpin stops the download: no
+/// further file starts, and the fetches it started are cancelled unless a reader waits on them.
 ///
 /// One download runs per pinned inode; the outcome of the last one (which file failed, and why) is
 /// kept for `fpfs pin`, which waits for it.
@@ -73,11 +74,14 @@ final class PinDownloader: Sendable {
     func failure(of inode: UInt64) -> String? { state.withLock { $0.failures[inode] } }
 
     /// Stops the downloads of items pinned no more (after an unpin): no further file of them
-    /// starts; the files under way finish.
+    /// starts, and their fetches in flight are cancelled, but for those a reader waits on
+    /// (ContentFetcher.cancelFetches, DECISIONS 240).
     func stopUnpinned() async {
         let running = state.withLock { $0.running }
         for (inode, task) in running where !((try? await store.isPinned(inode: inode)) ?? true) {
             task.cancel()
+            await task.value
+            fetcher.cancelFetches(ofPin: inode)
         }
     }
 
@@ -90,45 +94,53 @@ final class PinDownloader: Sendable {
 
     /// Lists and fetches everything below `inode`; returns a description of the first failure.
     private func download(_ inode: UInt64) async -> String? {
+        var folder = "inode \(inode)"
         do {
             guard let root = try await store.record(inode: inode) else { return nil }
             var files: [ItemRecord] = []
-            try await collectFiles(from: root, into: &files)
+            try await collectFiles(from: root, into: &files, listing: &folder)
             return await withTaskGroup(of: String?.self) { group in
                 var next = files.makeIterator()
                 var firstFailure: String?
                 for _ in 0..<filesAtOnce {
                     guard let file = next.next() else { break }
-                    group.addTask { await self.fetchWhole(file) }
+                    group.addTask { await self.fetchWhole(file, for: inode) }
                 }
                 while let failure = await group.next() {
                     if firstFailure == nil { firstFailure = failure }
-                    if let file = next.next() { group.addTask { await self.fetchWhole(file) } }
+                    if let file = next.next() { group.addTask { await self.fetchWhole(file, for: inode) } }
                 }
                 return firstFailure
             }
         } catch {
             // Stopped by an unpin (or the unmount): not a failure of the pin.
             if Task.isCancelled { return nil }
-            return "cannot list a pinned folder: \(describe(error))"
+            let errno = describe(error, about: "listing of \(folder) for a pin")
+            return "cannot list the pinned folder \(folder): \(errno)"
         }
     }
 
-    private func collectFiles(from record: ItemRecord, into files: inout [ItemRecord]) async throws {
+    /// Adds the files below `record` to `files`; `listing` names the folder being listed, for the
+    /// failure's message.
+    private func collectFiles(from record: ItemRecord, into files: inout [ItemRecord], listing: inout String)
+        async throws
+    {
         switch record.item.kind {
         case .file: files.append(record)
         case .symlink: break
         case .directory:
             try Task.checkCancellation()
+            listing = record.identifier == .rootContainer ? "/" : "\(record.item.filename)"
             try await lister.ensureListed(record.identifier)
             for child in try await store.children(of: record.identifier) {
-                try await collectFiles(from: child, into: &files)
+                try await collectFiles(from: child, into: &files, listing: &listing)
             }
         }
     }
 
-    /// Fetches all of `record`'s content unless it is local; returns a description of a failure.
-    private func fetchWhole(_ record: ItemRecord) async -> String? {
+    /// Fetches all of `record`'s content unless it is local, as part of `pin`'s download; returns
+    /// a description of a failure.
+    private func fetchWhole(_ record: ItemRecord, for pin: UInt64) async -> String? {
         let item = record.item
         guard item.size > 0, !localFiles.hasContent(record.inode), !Task.isCancelled else { return nil }
         // Unpinned since the download began (a folder below a pinned one): left to eviction.
@@ -138,17 +150,17 @@ final class PinDownloader: Sendable {
                 for: item.identifier, contentVersion: item.version.content, size: item.size)
             guard !content.isComplete else { return nil }
             let name = item.filename.description
-            fetcher.prefetch(0..<item.size, of: content, version: item.version, name: name)
+            fetcher.prefetch(0..<item.size, of: content, version: item.version, name: name, pin: pin)
             try await fetcher.ensurePresent(
-                0..<item.size, of: content, version: item.version, name: name, priority: .readAhead)
+                0..<item.size, of: content, version: item.version, name: name, priority: .readAhead, pin: pin)
             return nil
         } catch {
             if Task.isCancelled { return nil }
-            return "cannot download \(item.filename): \(describe(error))"
+            return "cannot download \(item.filename): \(describe(error, about: "pin of \(item.filename)"))"
         }
     }
 
-    private func describe(_ error: any Error) -> String {
-        String(describing: ErrnoMapping.errno(for: error, logger: logger))
+    private func describe(_ error: any Error, about subject: String) -> String {
+        String(describing: ErrnoMapping.errno(for: error, about: subject, logger: logger))
     }
 }

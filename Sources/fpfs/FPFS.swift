@@ -11,9 +11,10 @@ struct FPFS: AsyncParsableCommand {
         discussion: """
             'fpfs mount' returns once the mount is usable and leaves a daemon running that serves \
             it until 'fpfs unmount' (or umount, fusermount3 -u). The daemon logs to fpfs.log in the \
-            mount's cache folder (by default ~/.cache/fpfs/NAME-DIGEST/fpfs.log; 'fpfs status' \
-            names the folder), or to --log-file; with --foreground it logs to stderr. The log is \
-            kept under 10 MiB: a full one moves to fpfs.log.1.
+            mount's cache folder (by default $XDG_CACHE_HOME/fpfs/NAME-DIGEST/fpfs.log, else \
+            ~/.cache/fpfs/NAME-DIGEST/fpfs.log; 'fpfs status' names the folder), or to --log-file \
+            FILE; with --foreground and no --log-file, to stderr. A log file is kept under 10 MiB: \
+            a full one moves to FILE.1 (fpfs.log.1), replacing the one before.
 
             Extended attributes of every item, read without downloading (getfattr -d -m user.fpfs): \
             user.fpfs.state (cloud, partial or local; dirty, uploading, error or conflict for a \

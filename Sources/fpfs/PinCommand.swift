@@ -22,7 +22,7 @@ struct PinCommand: AsyncParsableCommand {
     @Argument(help: "Files or folders in an fpfs mount.")
     var paths: [String]
 
-    @Flag(help: "Unpin instead (as fpfs unpin): the files already downloading finish, no others start.")
+    @Flag(help: "Unpin instead (as fpfs unpin): the pin's downloads stop, what landed stays cached.")
     var cancel = false
 
     @Option(
@@ -138,7 +138,7 @@ struct PinCommand: AsyncParsableCommand {
             fflush(nil)
             var standardError = StandardError()
             print(
-                "fpfs: the pin stays and the daemon goes on downloading in the background (see fpfs status); 'fpfs pin --cancel PATH' unpins it, and then only the files already downloading finish",
+                "fpfs: the pin stays and the daemon goes on downloading in the background (see fpfs status); 'fpfs pin --cancel PATH' unpins it and stops its downloads",
                 to: &standardError)
             Foundation.exit(130)
         }

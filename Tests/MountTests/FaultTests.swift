@@ -45,5 +45,46 @@ extension MountTests {
             #expect(listing.lines == ["denied.bin", "gone.bin", "hang.bin", "later.txt", "ok.txt"], "\(listing)")
             #expect(try await mount.status().fetches.failed >= 3, "fpfs status does not count the failed fetches")
         }
+
+        @Test(
+            "the log line of a refused upload, a failed fetch and a failed pin names the file and the remote's answer")
+        func failureLogLines() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("broken.bin", String(repeating: "x", count: 100_000))
+            let faults = "error=cannotSynchronize:fetch:broken.bin;error=notAuthenticated:create:refused.txt"
+            let mount = try await TestMount.start(
+                remote: scratch.remote, in: scratch, options: ["--remote-timeout", "2", "--inject-faults", faults])
+            defer { mount.unmount() }
+
+            let read = await Command(["cat", "--", mount.path("broken.bin")], timeout: .seconds(30)).run()
+            #expect(!read.succeeded && read.stderr.contains("Input/output error"), "\(read)")
+            let pin = try await FpfsBinary.command(["pin", mount.path("broken.bin")], timeout: .seconds(30)).run()
+            #expect(!pin.succeeded && pin.stderr.contains("broken.bin"), "\(pin)")
+            try "refused\n".write(toFile: mount.path("refused.txt"), atomically: false, encoding: .utf8)
+
+            let expected = [
+                ("broken.bin", "cannot synchronize: injected fault"),
+                ("refused.txt", "not authenticated: injected fault"),
+            ]
+            var lines: [Substring] = []
+            for _ in 0..<100 {
+                let log = (try? String(contentsOfFile: mount.cacheDir + "/fpfs.log", encoding: .utf8)) ?? ""
+                lines = log.split(separator: "\n").filter { $0.contains("injected fault") }
+                if expected.allSatisfy({ name, answer in lines.contains { $0.contains(name) && $0.contains(answer) } })
+                {
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            for (name, answer) in expected {
+                #expect(lines.contains { $0.contains(name) && $0.contains(answer) }, "no line of \(name): \(lines)")
+            }
+            // The fetch's line, the read's EIO and the pin's EIO, and the upload's: each names its file.
+            #expect(lines.count >= 4, "\(lines)")
+            for line in lines {
+                #expect(line.contains("broken.bin") || line.contains("refused.txt"), "names no file: \(line)")
+            }
+        }
     }
 }

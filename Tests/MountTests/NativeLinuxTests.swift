@@ -27,6 +27,14 @@ extension MountTests {
             #expect(
                 help.stdout.contains("fpfs.log") && help.stdout.contains("leaves a daemon running"), "\(help.stdout)")
             #expect(help.stdout.contains("user.fpfs.state"))
+            // Where the log is and how it turns over, as SEMANTICS says (the help wraps its lines).
+            let words = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            for said in [
+                "$XDG_CACHE_HOME/fpfs/NAME-DIGEST/fpfs.log", "~/.cache/fpfs/NAME-DIGEST/fpfs.log",
+                "with --foreground and no --log-file, to stderr", "kept under 10 MiB", "moves to FILE.1",
+            ] {
+                #expect(words.contains(said), "the help does not say '\(said)': \(words)")
+            }
             let mountHelp = try await FpfsBinary.command(["mount", "--help"]).check()
             for option in ["--log-level", "--log-file", "-v", "--allow-other", "--default-permissions", "--umask"] {
                 #expect(mountHelp.stdout.contains(option), "no \(option) in mount --help")

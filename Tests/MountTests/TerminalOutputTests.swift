@@ -145,7 +145,7 @@ extension MountTests {
             try await FpfsBinary.command(["unpin", mount.path(name)]).check()
         }
 
-        @Test("pin --cancel (as unpin) lets the files already downloading finish and starts no others")
+        @Test("pin --cancel (as unpin) starts no further file")
         func cancelStopsFurtherFiles() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
@@ -180,7 +180,7 @@ extension MountTests {
                 }
                 return count
             }
-            // The files under way finish (4 at a time, 2 s at this rate); then nothing moves.
+            // The files under way stop (or end, if nearly done); then nothing moves.
             try await Task.sleep(for: .seconds(4))
             let settled = try await localFiles()
             try await Task.sleep(for: .seconds(2))
@@ -196,6 +196,55 @@ extension MountTests {
             #expect(reaped && (status >> 8) & 0xff == 1)
             let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
             #expect(said.contains("unpinned (fpfs unpin or pin --cancel) with"), "\(said)")
+        }
+
+        @Test("an unpin cancels the pin's fetches in flight; a cat of one of its files started before completes")
+        func unpinCancelsFetchesInFlight() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try FileManager.default.createDirectory(atPath: scratch.remote + "/big", withIntermediateDirectories: true)
+            let fileSize = 16 << 20
+            for index in 0..<4 {
+                let bytes = (0..<fileSize / 8).map { UInt64($0) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(index) }
+                try bytes.withUnsafeBytes {
+                    try Data($0).write(to: URL(fileURLWithPath: scratch.remote + "/big/f\(index).bin"))
+                }
+            }
+            let mount = try await TestMount.start(remote: "file://\(scratch.remote)?bandwidth=4MiB", in: scratch)
+            defer { mount.unmount() }
+            let binary = try FpfsBinary.path()
+            let pin = try ChildProcess.spawn(
+                [binary, "pin", mount.path("big")], stdout: .file("/dev/null"), stderr: .file("/dev/null"))
+            defer {
+                kill(pin, SIGKILL)
+                var status: Int32 = 0
+                waitpid(pin, &status, 0)
+            }
+            try await Task.sleep(for: .seconds(1))
+            let copy = scratch.path + "/f0.copy"
+            async let cat = Command.bash(#"cat "$1" > "$2""#, mount.path("big/f0.bin"), copy, timeout: .seconds(60))
+                .run()
+            try await Task.sleep(for: .milliseconds(500))
+            try await FpfsBinary.command(["unpin", mount.path("big")]).check()
+            let catted = await cat
+            #expect(catted.succeeded, "\(catted)")
+            let same = await Command(["cmp", copy, scratch.remote + "/big/f0.bin"]).run()
+            #expect(same.succeeded, "the cat started before the unpin read wrong bytes: \(same)")
+
+            func received() async throws -> Int {
+                let json = try await FpfsBinary.command(["status", mount.mountpoint, "--json"], timeout: .seconds(20))
+                    .check()
+                let fields = try JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any]
+                let fetches = try #require(fields?["fetches"] as? [String: Any], "\(json.stdout)")
+                return try #require(fetches["bytes"] as? Int, "\(json.stdout)")
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let settled = try await received()
+            try await Task.sleep(for: .seconds(2))
+            let later = try await received()
+            // Before: the four files under way went on at 4 MiB/s until all 64 MiB had come.
+            #expect(later - settled < 1 << 20, "fetches went on after the unpin: \(settled) then \(later) bytes")
+            #expect(later < 4 * fileSize - (8 << 20), "all was fetched despite the unpin: \(later) bytes")
         }
 
         /// What a terminal shows of `output`: split at newlines and carriage returns, escape
