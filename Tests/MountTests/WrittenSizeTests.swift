@@ -62,10 +62,10 @@ extension MountTests {
             ).check()
         }
 
-        /// How many clones each run makes (FPFS_GIT_LOOPS=N). Off by default: with a round of
-        /// remote changes every second a round still fails now and then on a folder remote with
-        /// passthrough ("object file … is empty", then ENOENT; never seen with `--no-passthrough`):
-        /// issue 51 items 1 and 9 are not fixed yet (DECISIONS 195).
+        /// How many clones each run makes (FPFS_GIT_LOOPS=N). Off by default, for time: with a
+        /// round of remote changes every second, a round failed about one in eight on a folder
+        /// remote until a round stopped undoing uploads that ended while it ran (DECISIONS 270);
+        /// 12 rounds on each remote pass since.
         static let loops = ProcessInfo.processInfo.environment["FPFS_GIT_LOOPS"].flatMap(Int.init) ?? 0
 
         @Test(
