@@ -257,6 +257,19 @@ struct CheckerModel: Sendable {
             if node.content != remoteContents[path] { node.obligation = node.content }
             nodes[id] = node
         }
+        // Likewise a remote rename onto, or a deletion of, the old name of a file renamed here
+        // may take that file with it (the remote's to do), or find nothing there.
+        let target: String? =
+            switch operation {
+            case .remoteRename(_, let to, _): to
+            case .remoteDelete(let path, _): path
+            default: nil
+            }
+        if let target {
+            for (id, node) in nodes where node.kind == .file && node.names.contains(target) && tree[target] != id {
+                nodes[id]?.contested = true
+            }
+        }
         guard let written else { return }
         var remote = Node(kind: .file, content: written, names: [paths.last!], contested: true)
         remote.versions.insert(written)
