@@ -84,12 +84,14 @@ extension MetadataStore {
                 try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO pendingDeletion
-                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash)
-                          VALUES (?, ?, ?, ?, ?, ?)
+                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash,
+                           parentIdentifier, filename)
+                          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """
                 ).execute(arguments: [
                     item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
                     Data(item.version.content), Data(item.version.metadata), toTrash,
+                    item.parentIdentifier.rawValue, Data(item.filename.bytes),
                 ])
             }
             for sql in [
@@ -344,6 +346,34 @@ extension MetadataStore {
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else { return nil }
             return try Self.takeRemoteIdentity(of: remote, replacing: record, inode: inode, alias: false, in: db)
+        }
+    }
+
+    /// Whether a deletion waits for an item that was in `folder`.
+    public func hasPendingDeletions(in folder: ItemIdentifier) async throws -> Bool {
+        try await database.read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM pendingDeletion WHERE parentIdentifier = ?"),
+                arguments: [folder.rawValue]) ?? false
+        }
+    }
+
+    /// After a remote whose identifiers are paths moved `folder` (now under its new identifier),
+    /// the deletions of items that were in it name them as `listed` does now, by name: sent
+    /// under the old path they met "gone already" while the item lived on under the new one, and
+    /// came back at the next round (the checker, seed 3002 on Apache; DECISIONS 278).
+    public func rebaseDeletions(in folder: ItemIdentifier, listed: [Filename: Item]) async throws {
+        try await write { db in
+            let rows = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT identifier, filename FROM pendingDeletion WHERE parentIdentifier = ?"),
+                arguments: [folder.rawValue])
+            for row in rows {
+                guard let name = row["filename"] as Data?, let remote = listed[Filename(bytes: Array(name))],
+                    remote.identifier.rawValue != row["identifier"] as String
+                else { continue }
+                try db.cachedStatement(sql: "UPDATE OR REPLACE pendingDeletion SET identifier = ? WHERE identifier = ?")
+                    .execute(arguments: [remote.identifier.rawValue, row["identifier"] as String])
+            }
         }
     }
 
@@ -640,8 +670,10 @@ extension MetadataStore {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)").execute(
                 arguments: [old.rawValue, remote.identifier.rawValue])
         }
-        try db.cachedStatement(sql: "UPDATE item SET parentIdentifier = ? WHERE parentIdentifier = ?").execute(
-            arguments: [remote.identifier.rawValue, old.rawValue])
+        for table in ["item", "pendingDeletion"] {
+            try db.cachedStatement(sql: "UPDATE \(table) SET parentIdentifier = ? WHERE parentIdentifier = ?")
+                .execute(arguments: [remote.identifier.rawValue, old.rawValue])
+        }
         for table in ["directory", "content"] {
             try db.cachedStatement(sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?").execute(
                 arguments: [remote.identifier.rawValue, old.rawValue])

@@ -206,6 +206,12 @@ public final class MetadataStore: Sendable {
         }
         registerPinInheritanceMigration(in: &migrator)
         registerDurabilityMigration(in: &migrator)
+        migrator.registerMigration("v5-deletion-places") { db in
+            // Where a deleted item was, so that a deletion follows its folder's rename on a remote
+            // whose identifiers are paths (`rebaseDeletions`). Null in rows made before.
+            try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN parentIdentifier TEXT")
+            try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN filename BLOB")
+        }
         return migrator
     }
 

@@ -553,7 +553,8 @@ final class Uploader: Sendable {
     /// inodes (a remote with stable identifiers lists the same ones, and nothing changes).
     private func reidentifyChildren(of directory: ItemIdentifier) async throws {
         let known = try await store.children(of: directory).filter { !$0.identifier.isLocal }
-        guard !known.isEmpty else { return }
+        let deletionsInside = try await store.hasPendingDeletions(in: directory)
+        guard !known.isEmpty || deletionsInside else { return }
         var listed: [Filename: Item] = [:]
         let enumerator = try await provider.enumerator(for: directory)
         var page = EnumerationPage.initial
@@ -563,6 +564,7 @@ final class Uploader: Sendable {
             guard let next = result.nextPage else { break }
             page = next
         }
+        try await store.rebaseDeletions(in: directory, listed: listed)
         for child in known {
             guard var remote = listed[child.item.filename], remote.identifier != child.identifier else { continue }
             remote.parentIdentifier = directory

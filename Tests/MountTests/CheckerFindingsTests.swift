@@ -138,6 +138,29 @@ extension MountTests {
             }
         }
 
+        /// A file deleted in a folder renamed here, on a remote whose identifiers are paths: the
+        /// deletion kept the old path, met "gone already" after the folder's move, and the file
+        /// lived on under the new path, back in the mount at the next round (the checker, seed
+        /// 3002 on Apache; DECISIONS 278).
+        @Test("a file deleted inside a folder renamed here stays deleted", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func deletionInsideARenamedFolder(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(
+                kind, files: ["p/gone.txt": "gone\n", "p/kept.txt": "kept\n"], options: ["--poll-interval", "0"]
+            ) { remote, mount in
+                _ = try FileManager.default.contentsOfDirectory(atPath: mount.path("p"))
+                try FileManager.default.moveItem(atPath: mount.path("p"), toPath: mount.path("a"))
+                try FileManager.default.removeItem(atPath: mount.path("a/gone.txt"))
+                try await mount.sync()
+                _ = try await Self.signal(mount)
+                for folder in [remote.folder + "/a", mount.path("a")] {
+                    #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["kept.txt"], "\(folder)")
+                }
+                #expect(!FileManager.default.fileExists(atPath: remote.folder + "/p"))
+            }
+        }
+
         /// Bug A: a mount started while its folder remote was missing (a disk not mounted yet)
         /// served what was local, but never reached the folder once it was back: every round and
         /// upload kept failing with "the remote folder … does not exist" until a remount.
