@@ -42,6 +42,9 @@ public final class MetadataStore: Sendable {
     /// the items this mount's uploads changed after it (see `OwnWriteLedger`). One round at a time.
     public func ownWritesMark() -> UInt64 { ownWrites.mark() }
 
+    /// The change round that took marks ended.
+    public func ownWritesRoundEnded() { ownWrites.roundEnded() }
+
     /// Opens (creating if needed) the store in `file`.
     public init(file: URL) throws {
         var configuration = Configuration()

@@ -10,11 +10,13 @@ import Synchronization
 /// round takes a mark before it asks the remote, and leaves alone every item written since.
 ///
 /// Only the change rounds take marks, one round at a time: a mark drops the stamps before it, which
-/// no later round needs.
+/// no later round needs, and stamps are kept only from a round's first mark to its end, so that a
+/// mount without rounds (`--poll-interval 0`) keeps none.
 final class OwnWriteLedger: Sendable {
     private struct State {
         var clock: UInt64 = 0
         var stamps: [ItemIdentifier: UInt64] = [:]
+        var roundUnderWay = false
     }
     private let state = Mutex(State())
 
@@ -22,15 +24,25 @@ final class OwnWriteLedger: Sendable {
     func note(_ identifiers: [ItemIdentifier]) {
         state.withLock { state in
             state.clock += 1
+            guard state.roundUnderWay else { return }
             for identifier in identifiers { state.stamps[identifier] = state.clock }
         }
     }
 
-    /// A mark for a round about to ask the remote.
+    /// A mark for a round about to ask the remote (again).
     func mark() -> UInt64 {
         state.withLock { state in
             state.stamps.removeAll(keepingCapacity: true)
+            state.roundUnderWay = true
             return state.clock
+        }
+    }
+
+    /// The round ended: nothing needs the stamps until the next one's mark.
+    func roundEnded() {
+        state.withLock { state in
+            state.stamps.removeAll()
+            state.roundUnderWay = false
         }
     }
 

@@ -130,7 +130,10 @@ final class ChangeReplicator: Sendable {
 
     private func round() async throws -> Int {
         if state.withLock({ $0.unsupported }) { throw ProviderError.featureUnsupported }
-        defer { configuration.changeRoundEnded?() }
+        defer {
+            store.ownWritesRoundEnded()
+            configuration.changeRoundEnded?()
+        }
         do {
             // Before the remote is asked: what it answers may predate uploads that end meanwhile.
             var sweep = RoundSweep(mark: store.ownWritesMark())
