@@ -4,8 +4,9 @@ import Glibc
 
 extension LocalProvider {
     /// Creates a file, folder or symlink named `template.filename` in its parent. A file is written
-    /// under a temporary name and renamed into place without replacing anything, so nobody sees it
-    /// half written and an existing name is never overwritten (`filenameCollision`). With
+    /// unnamed (or, where the file system cannot, under a temporary name) and linked or renamed
+    /// into place without replacing anything, so nobody sees it half written and an existing name
+    /// is never overwritten (`filenameCollision`). With
     /// `.mayAlreadyExist`, an existing item that already is what was asked for is returned instead.
     public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
         async throws -> Item
@@ -143,6 +144,14 @@ extension LocalProvider {
         let absolute = tree.absolute(path)
         switch template.kind {
         case .file:
+            if let descriptor = try POSIX.openUnnamed(in: tree.absolute(path.parent), mode: 0o600) {
+                let file = OpenFile(descriptor: descriptor, path: absolute)
+                if let source { _ = try copy(source, into: file) }
+                try POSIX.setPermissions(absolute, template.permissions, descriptor: file.descriptor)
+                try POSIX.synchronize(file.descriptor, path: absolute)
+                try POSIX.link(file.descriptor, to: absolute)
+                return
+            }
             let temporary = tree.absolute(path.parent.appending(LocalTree.uploadTemporary()))
             do {
                 let file = try OpenFile(path: temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)

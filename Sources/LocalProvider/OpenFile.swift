@@ -11,5 +11,11 @@ final class OpenFile: Sendable {
         self.path = path
     }
 
+    /// Takes ownership of a descriptor opened elsewhere.
+    init(descriptor: Int32, path: [UInt8]) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
     deinit { close(descriptor) }
 }

@@ -123,6 +123,35 @@ enum POSIX {
         _ = try retrying("rename", source) { source.withCPath { from in target.withCPath { rename(from, $0) } } }
     }
 
+    /// Opens a file with no name in `folder` (O_TMPFILE), to be given one by `link`; nil where the
+    /// file system or kernel has no such files, or /proc (which `link` needs) is not mounted. A
+    /// kill -9 before the link leaves nothing behind, where a named temporary would stay.
+    static func openUnnamed(in folder: [UInt8], mode: mode_t) throws(POSIXFailure) -> Int32? {
+        guard procFileDescriptors else { return nil }
+        // O_TMPFILE is __O_TMPFILE | O_DIRECTORY; Swift does not import the macro. 0o20000000 is
+        // __O_TMPFILE in asm-generic, which x86-64 and arm64 share.
+        let flags = 0o20000000 | O_DIRECTORY | O_WRONLY | O_CLOEXEC
+        while true {
+            let descriptor = folder.withCPath { Glibc.open($0, flags, mode) }
+            if descriptor >= 0 { return descriptor }
+            switch errno {
+            case EINTR: continue
+            case EOPNOTSUPP, EISDIR, EINVAL: return nil
+            default: throw POSIXFailure("open", folder)
+            }
+        }
+    }
+
+    /// Gives the unnamed file `descriptor` the name `path`, never replacing one (EEXIST).
+    static func link(_ descriptor: Int32, to path: [UInt8]) throws(POSIXFailure) {
+        let source = Array("/proc/self/fd/\(descriptor)".utf8)
+        _ = try retrying("link", path) {
+            source.withCPath { from in path.withCPath { linkat(AT_FDCWD, from, AT_FDCWD, $0, AT_SYMLINK_FOLLOW) } }
+        }
+    }
+
+    private static let procFileDescriptors = access("/proc/self/fd", F_OK) == 0
+
     static func remove(_ path: [UInt8], directory: Bool) throws(POSIXFailure) {
         _ = try retrying(directory ? "rmdir" : "unlink", path) {
             path.withCPath { directory ? rmdir($0) : unlink($0) }

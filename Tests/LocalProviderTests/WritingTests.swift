@@ -42,6 +42,23 @@ import Testing
         #expect(try await provider.children(of: .rootContainer).count == 3)  // no temporary files left
     }
 
+    /// A creation's bytes are written to a file with no name and linked into place: a kill -9
+    /// half-way leaves nothing in the remote's folder, where a named temporary stayed for good
+    /// (issue 51, the checker's seeds 3015 and 3030). Red before: the watcher saw `.fpfs-….tmp`.
+    @Test func aCreationShowsNoNameUntilItsBytesAreAllThere() async throws {
+        let folder = try TestFolder()
+        let provider = try folder.provider()
+        let contents = try folder.contentsFile([UInt8](repeating: 7, count: 64 << 20))
+        defer { try? FileManager.default.removeItem(at: contents) }
+        let watching = Watcher(folder.path)
+        let file = try await provider.createItem(
+            basedOn: Self.template("large", .file), fields: [.contents], contents: contents, options: [])
+        let seen = watching.stop()
+        #expect(file.size == 64 << 20)
+        #expect(seen.isSubset(of: ["large"]), "the folder showed \(seen.sorted()) while the file was written")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["large"])
+    }
+
     @Test func createsNamesThatAreNotUTF8() async throws {
         let folder = try TestFolder()
         let provider = try folder.provider()
@@ -196,5 +213,30 @@ import Testing
         await #expect(throws: ProviderError.deletionRejected) {
             try await provider.deleteItem(identifier: .rootContainer, baseVersion: nil, options: .recursive)
         }
+    }
+}
+
+/// Lists a folder over and over on a thread of its own, collecting every name it ever shows.
+private final class Watcher: @unchecked Sendable {
+    private let lock = NSLock()
+    private var names: Set<String> = []
+    private var running = true
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ path: String) {
+        Thread {
+            while self.lock.withLock({ self.running }) {
+                let listed = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+                self.lock.withLock { self.names.formUnion(listed) }
+            }
+            self.done.signal()
+        }.start()
+    }
+
+    /// Stops the thread; every name it saw.
+    func stop() -> Set<String> {
+        lock.withLock { running = false }
+        done.wait()
+        return lock.withLock { names }
     }
 }
