@@ -137,3 +137,15 @@ public struct ItemFields: OptionSet, Hashable, Sendable, Codable {
     /// The user's extended attributes (`extendedAttributes`, the whole set).
     public static let extendedAttributes = ItemFields(rawValue: 1 << 8)
 }
+
+extension ItemFields: CustomStringConvertible {
+    /// The fields by name, as a debug log line shows them: `[contents, filename]`.
+    public var description: String {
+        let names: [(ItemFields, String)] = [
+            (.contents, "contents"), (.filename, "filename"), (.parentIdentifier, "parent"),
+            (.contentModificationDate, "mtime"), (.creationDate, "birth time"), (.permissions, "permissions"),
+            (.userInfo, "userInfo"), (.symlinkTarget, "symlink target"), (.extendedAttributes, "xattrs"),
+        ]
+        return "[" + names.filter { contains($0.0) }.map(\.1).joined(separator: ", ") + "]"
+    }
+}

@@ -84,14 +84,12 @@ extension MetadataStore {
                 try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO pendingDeletion
-                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash,
-                           parentIdentifier, filename)
-                          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash)
+                          VALUES (?, ?, ?, ?, ?, ?)
                         """
                 ).execute(arguments: [
                     item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
                     Data(item.version.content), Data(item.version.metadata), toTrash,
-                    item.parentIdentifier.rawValue, Data(item.filename.bytes),
                 ])
             }
             for sql in [
@@ -349,32 +347,34 @@ extension MetadataStore {
         }
     }
 
-    /// Whether a deletion waits for an item that was in `folder`.
-    public func hasPendingDeletions(in folder: ItemIdentifier) async throws -> Bool {
-        try await database.read { db in
-            try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT 1 FROM pendingDeletion WHERE parentIdentifier = ?"),
-                arguments: [folder.rawValue]) ?? false
+    /// After a remote whose identifiers are places moved a folder: every identifier that starts
+    /// with `oldPrefix` (the folder's old place) starts with `newPrefix` instead, in every table
+    /// that names items, whatever the item's parent here is by now (DECISIONS 280). A row that
+    /// already held a new identifier is stale, as in `takeRemoteIdentity`, and goes.
+    public func rebaseIdentifiers(below oldPrefix: String, onto newPrefix: String) async throws {
+        guard oldPrefix != newPrefix, let end = Self.end(ofPrefix: oldPrefix) else { return }
+        try await write { db in
+            let arguments: StatementArguments = [oldPrefix, end, newPrefix]
+            for (table, column) in [
+                ("item", "identifier"), ("item", "parentIdentifier"), ("pendingDeletion", "identifier"),
+                ("directory", "identifier"), ("content", "identifier"), ("identifierAlias", "remote"),
+            ] {
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE OR REPLACE \(table) SET \(column) = ?3 || substr(\(column), length(?1) + 1)
+                        WHERE \(column) >= ?1 AND \(column) < ?2
+                        """
+                ).execute(arguments: arguments)
+            }
         }
     }
 
-    /// After a remote whose identifiers are paths moved `folder` (now under its new identifier),
-    /// the deletions of items that were in it name them as `listed` does now, by name: sent
-    /// under the old path they met "gone already" while the item lived on under the new one, and
-    /// came back at the next round (the checker, seed 3002 on Apache; DECISIONS 278).
-    public func rebaseDeletions(in folder: ItemIdentifier, listed: [Filename: Item]) async throws {
-        try await write { db in
-            let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT identifier, filename FROM pendingDeletion WHERE parentIdentifier = ?"),
-                arguments: [folder.rawValue])
-            for row in rows {
-                guard let name = row["filename"] as Data?, let remote = listed[Filename(bytes: Array(name))],
-                    remote.identifier.rawValue != row["identifier"] as String
-                else { continue }
-                try db.cachedStatement(sql: "UPDATE OR REPLACE pendingDeletion SET identifier = ? WHERE identifier = ?")
-                    .execute(arguments: [remote.identifier.rawValue, row["identifier"] as String])
-            }
-        }
+    /// The least text after every text that starts with `prefix` (its last character moved on by
+    /// one), for a range that an index answers; nil for an empty prefix.
+    static func end(ofPrefix prefix: String) -> String? {
+        var scalars = Array(prefix.unicodeScalars)
+        guard let last = scalars.popLast(), let next = Unicode.Scalar(last.value + 1) else { return nil }
+        return String(String.UnicodeScalarView(scalars)) + String(next)
     }
 
     /// Puts the fields being sent back among the pending ones: of one item whose send must be
@@ -670,10 +670,8 @@ extension MetadataStore {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)").execute(
                 arguments: [old.rawValue, remote.identifier.rawValue])
         }
-        for table in ["item", "pendingDeletion"] {
-            try db.cachedStatement(sql: "UPDATE \(table) SET parentIdentifier = ? WHERE parentIdentifier = ?")
-                .execute(arguments: [remote.identifier.rawValue, old.rawValue])
-        }
+        try db.cachedStatement(sql: "UPDATE item SET parentIdentifier = ? WHERE parentIdentifier = ?")
+            .execute(arguments: [remote.identifier.rawValue, old.rawValue])
         for table in ["directory", "content"] {
             try db.cachedStatement(sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?").execute(
                 arguments: [remote.identifier.rawValue, old.rawValue])

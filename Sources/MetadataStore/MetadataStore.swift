@@ -210,10 +210,15 @@ public final class MetadataStore: Sendable {
         registerPinInheritanceMigration(in: &migrator)
         registerDurabilityMigration(in: &migrator)
         migrator.registerMigration("v5-deletion-places") { db in
-            // Where a deleted item was, so that a deletion follows its folder's rename on a remote
-            // whose identifiers are paths (`rebaseDeletions`). Null in rows made before.
+            // Where a deleted item was (DECISIONS 278), until a folder's move renamed the
+            // identifiers below it by their prefix (v6).
             try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN parentIdentifier TEXT")
             try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN filename BLOB")
+        }
+        migrator.registerMigration("v6-no-deletion-places") { db in
+            // `rebaseIdentifiers` follows a folder's move by identifier prefix (DECISIONS 280).
+            try db.execute(sql: "ALTER TABLE pendingDeletion DROP COLUMN parentIdentifier")
+            try db.execute(sql: "ALTER TABLE pendingDeletion DROP COLUMN filename")
         }
         return migrator
     }

@@ -87,6 +87,14 @@ extension FaultInjectingProvider: FeatureDescribing where Inner: FeatureDescribi
     public func reasonItCannotHold(name: Filename, in parent: ItemIdentifier) -> String? {
         inner.reasonItCannotHold(name: name, in: parent)
     }
+
+    public func reasonItCannotHold(attributes: [String: [UInt8]]) -> String? {
+        inner.reasonItCannotHold(attributes: attributes)
+    }
+}
+
+extension FaultInjectingProvider: PathIdentifying where Inner: PathIdentifying {
+    public func identifierPrefix(below folder: ItemIdentifier) -> String? { inner.identifierPrefix(below: folder) }
 }
 
 extension FaultInjectingProvider: PartialContentFetching where Inner: PartialContentFetching {

@@ -166,3 +166,11 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
         return S3Path.tree(of: keys).map(metadata.applied)
     }
 }
+
+/// An identifier is the key below the mounted prefix (`S3Path`); a folder's ends in `/`.
+extension S3Provider: PathIdentifying {
+    public func identifierPrefix(below folder: ItemIdentifier) -> String? {
+        let path = S3Path(folder)
+        return path.isFolder && !path.isRoot ? path.relative : nil
+    }
+}

@@ -154,6 +154,24 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// What `MetadataStore.rebaseIdentifiers` did in the store, for the items the kernel knows:
+    /// identifiers and parents that started with `oldPrefix` start with `newPrefix`.
+    func rebaseIdentifiers(below oldPrefix: String, onto newPrefix: String) {
+        func rebased(_ identifier: ItemIdentifier) -> ItemIdentifier? {
+            guard identifier.rawValue.hasPrefix(oldPrefix) else { return nil }
+            return ItemIdentifier(newPrefix + identifier.rawValue.dropFirst(oldPrefix.count))
+        }
+        state.withLock { state in
+            state.epoch += 1
+            for (inode, record) in state.records {
+                var item = record.item
+                if let identifier = rebased(item.identifier) { item.identifier = identifier }
+                if let parent = rebased(item.parentIdentifier) { item.parentIdentifier = parent }
+                if item != record.item { state.records[inode]?.item = item }
+            }
+        }
+    }
+
     /// Drops `count` kernel references; the inode and its record go when none are left (the root
     /// never does), and then it returns true: the kernel no longer knows `inode` at all.
     func forget(_ inode: InodeNumber, count: UInt64) -> Bool {

@@ -370,8 +370,12 @@ final class Uploader: Sendable {
                     let (change, record) = try await store.beginSending(
                         inode: change.inode, sequence: change.sequence)
                 else { break }
+                logger.debug(
+                    "sending \(Self.describe(entry)): \(change.isCreation ? "creation, " : "")fields \(change.fields), identifier \(record.identifier), parent \(record.item.parentIdentifier), attempt \(change.attempts + 1)")
                 try await send(change, of: record)
-            case .deletion(let deletion): try await send(deletion)
+            case .deletion(let deletion):
+                logger.debug("sending \(Self.describe(entry)), attempt \(deletion.attempts + 1)")
+                try await send(deletion)
             }
             state.withLock { state in
                 state.retryAt[Self.key(of: entry)] = nil
@@ -482,7 +486,7 @@ final class Uploader: Sendable {
                 record.identifier, with: identity, inode: InodeNumber(record.inode), kind: item.kind)
         }
         if item.kind == .directory, remote.identifier != record.identifier {
-            try await reidentifyChildren(of: remote.identifier)
+            try await followMove(of: record.identifier, to: remote.identifier)
         }
     }
 
@@ -548,32 +552,15 @@ final class Uploader: Sendable {
         }
     }
 
-    /// A remote whose identifiers are paths gave a moved folder a new identifier, and so every item
-    /// below it: the known ones learn theirs from a listing of the folder, by name, keeping their
-    /// inodes (a remote with stable identifiers lists the same ones, and nothing changes).
-    private func reidentifyChildren(of directory: ItemIdentifier) async throws {
-        let known = try await store.children(of: directory).filter { !$0.identifier.isLocal }
-        let deletionsInside = try await store.hasPendingDeletions(in: directory)
-        guard !known.isEmpty || deletionsInside else { return }
-        var listed: [Filename: Item] = [:]
-        let enumerator = try await provider.enumerator(for: directory)
-        var page = EnumerationPage.initial
-        while true {
-            let result = try await enumerator.enumerateItems(startingAt: page, suggestedPageSize: 1000)
-            for item in result.items { listed[item.filename] = item }
-            guard let next = result.nextPage else { break }
-            page = next
-        }
-        try await store.rebaseDeletions(in: directory, listed: listed)
-        for child in known {
-            guard var remote = listed[child.item.filename], remote.identifier != child.identifier else { continue }
-            remote.parentIdentifier = directory
-            if let identity = try await store.reidentify(inode: child.inode, as: remote) {
-                nodes.replaceIdentifier(
-                    child.identifier, with: identity, inode: InodeNumber(child.inode), kind: child.item.kind)
-            }
-            if child.item.kind == .directory { try await reidentifyChildren(of: remote.identifier) }
-        }
+    /// A remote whose identifiers are places gave a moved folder a new identifier, and so every
+    /// item that was below it there: they take theirs at once, by prefix, wherever they are here
+    /// (DECISIONS 280).
+    private func followMove(of folder: ItemIdentifier, to moved: ItemIdentifier) async throws {
+        guard let places = provider as? any PathIdentifying, let old = places.identifierPrefix(below: folder),
+            let new = places.identifierPrefix(below: moved)
+        else { return }
+        try await store.rebaseIdentifiers(below: old, onto: new)
+        nodes.rebaseIdentifiers(below: old, onto: new)
     }
 
     /// The remote changed the file since the local edit began: the local content goes up as a

@@ -338,3 +338,12 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
         return items
     }
 }
+
+/// Without file ids, an identifier is the item's path (`RemotePath`); a file id never starts with
+/// `/` (`FileIDIndex.canName`), so it is never taken for one.
+extension WebDAVProvider: PathIdentifying {
+    public func identifierPrefix(below folder: ItemIdentifier) -> String? {
+        guard folder != .rootContainer, RemotePath(identifier: folder) != nil else { return nil }
+        return folder.rawValue + "/"
+    }
+}

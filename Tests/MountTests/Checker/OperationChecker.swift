@@ -43,7 +43,10 @@ final class OperationChecker: @unchecked Sendable {
     private var log: [String] = []
     private(set) var summary = Summary()
 
-    static let mountOptions = ["--poll-interval", "0", "--remote-timeout", "3"]
+    /// `FPFS_CHECK_LOG_LEVEL` (debug, say) shows more of what the daemon did in a replay's log.
+    static let mountOptions =
+        ["--poll-interval", "0", "--remote-timeout", "3"]
+        + (ProcessInfo.processInfo.environment["FPFS_CHECK_LOG_LEVEL"].map { ["--log-level", $0] } ?? [])
 
     init(seed: UInt64, operations: Int, remote: WritableRemote, disruptions: Bool = true) {
         self.seed = seed
@@ -353,7 +356,7 @@ final class OperationChecker: @unchecked Sendable {
 
     private func failure(_ problems: [String]) -> CheckerFailure {
         CheckerFailure(
-            seed: seed, kind: remote.kind, steps: log, problems: problems, logTail: mount?.logTail(lines: 120) ?? "",
+            seed: seed, kind: remote.kind, steps: log, problems: problems, logTail: mount?.logTail(lines: Self.mountOptions.contains("--log-level") ? 5000 : 120) ?? "",
             summary: summary)
     }
 
