@@ -62,7 +62,9 @@ extension WebDAVProvider {
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyItemOptions
     ) async throws -> Item {
         guard item.identifier != .rootContainer else { throw ProviderError.noSuchItem(item.identifier) }
-        let (existing, source) = try await current(item.identifier)
+        let (existing, source) = try await currentOrMoved(
+            item, baseVersion: baseVersion, replayedMove: options.contains(.mayAlreadyExist)
+                && !changedFields.isDisjoint(with: [.filename, .parentIdentifier]))
         // POSIX cannot change a link's target in place: the engine deletes and creates.
         if changedFields.contains(.symlinkTarget), existing.kind == .symlink { throw ProviderError.featureUnsupported }
         if changedFields.contains(.contents), existing.kind == .file {
@@ -166,6 +168,25 @@ extension WebDAVProvider {
             throw ProviderError.cannotSynchronize(reason: "'\(name)' cannot be a name on the server")
         }
         return path
+    }
+
+    /// The item and its place. For a replayed move whose item is gone from its old place: the
+    /// item at the new place, when it is a folder or has the version the move began from — the
+    /// server made the move before the daemon stopped, and its answer was lost. Taken for a
+    /// deletion, the file was made again there and met itself as a conflict (the checker, seed
+    /// 3012 on Apache; DECISIONS 281).
+    private func currentOrMoved(_ item: Item, baseVersion: ItemVersion, replayedMove: Bool) async throws
+        -> (item: Item, path: RemotePath)
+    {
+        do {
+            return try await current(item.identifier)
+        } catch ProviderError.noSuchItem(let missing) {
+            let target = try serverPath(of: item.filename, kind: item.kind, in: item.parentIdentifier)
+            guard replayedMove, let moved = try await existingItem(at: target), moved.kind == item.kind,
+                moved.kind == .directory || moved.version.content == baseVersion.content
+            else { throw ProviderError.noSuchItem(missing) }
+            return (moved, target)
+        }
     }
 
     /// The item at `path`, or nil when there is none.

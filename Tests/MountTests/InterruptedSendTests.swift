@@ -56,5 +56,53 @@ extension MountTests {
                 try String(contentsOfFile: second.path("edited.txt"), encoding: .utf8) == "the second version, here\n")
             #expect(try String(contentsOfFile: second.path("new.txt"), encoding: .utf8) == "a new file\n")
         }
+
+        /// A rename whose MOVE the server made while its answer was lost, then kill -9: the next
+        /// mount found nothing at the old path, took the file for deleted on the remote, made it
+        /// again at the new name and met itself there, a conflict copy beside a file of the old
+        /// version (the checker, seed 3012 on Apache; DECISIONS 281). A folder's move too.
+        @Test("kill -9 after the remote took a rename, then a remount: no conflict copy, nothing back", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ], [false, true])
+        func killAfterARenameLeft(_ kind: WritableRemote.Kind, movesAFolder: Bool) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("old.txt", "the file\n")
+            try scratch.writeRemote("folder/inside.txt", "inside\n")
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let (from, to) = movesAFolder ? ("folder", "renamed") : ("old.txt", "new.txt")
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:modify:\(to)", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash(
+                "cd \"$1\" && cat old.txt folder/inside.txt > /dev/null && mv \"$2\" \"$3\"", first.mountpoint, from, to
+            ).check()
+            var arrived = false
+            for _ in 0..<200 where !arrived {
+                arrived = FileManager.default.fileExists(atPath: remote.folder + "/" + to)
+                if !arrived { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            try #require(arrived, "the rename never reached the remote: \(first.logTail())")
+            let daemon = try #require(first.daemon)
+            daemon.send(SIGKILL)
+            #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
+            first.unmount()
+
+            let second = try await TestMount.start(remote: remote.argument, in: scratch, options: ["--poll-interval", "0"])
+            defer { second.unmount() }
+            try await second.sync()
+            for root in [second.mountpoint, remote.folder] {
+                let found = try await Command.bash("cd \"$1\" && find . -mindepth 1 | sort", root).check()
+                let expected = movesAFolder
+                    ? ["./old.txt", "./renamed", "./renamed/inside.txt"] : ["./folder", "./folder/inside.txt", "./new.txt"]
+                #expect(found.lines == expected, "\(root) holds \(found.lines): \(second.logTail())")
+            }
+            let file = movesAFolder ? "old.txt" : "new.txt"
+            #expect(try String(contentsOfFile: second.path(file), encoding: .utf8) == "the file\n")
+            let inside = (movesAFolder ? "renamed" : "folder") + "/inside.txt"
+            #expect(try String(contentsOfFile: second.path(inside), encoding: .utf8) == "inside\n")
+        }
     }
 }

@@ -326,6 +326,16 @@ struct CheckerModel: Sendable {
     /// shows of contested nodes as their state from now on. Returns what does not hold.
     mutating func reconcile(with mount: [String: Entry]) -> [String] {
         var problems: [String] = []
+        // A folder made here at a name the remote took meanwhile takes a conflict name, with what
+        // it holds (SEMANTICS, conflicts): the model's folder follows it there.
+        for path in paths {
+            guard let node = node(at: path), node.kind == .directory, node.contested, mount[path] != .directory,
+                let aside = mount.keys.sorted().first(where: {
+                    mount[$0] == .directory && tree[$0] == nil && $0 != path && Self.baseName(of: $0) == path
+                })
+            else { continue }
+            move(path, aside)
+        }
         for path in paths {
             guard let id = tree[path], let node = nodes[id] else { continue }
             let shown = mount[path]
@@ -466,10 +476,11 @@ struct CheckerModel: Sendable {
         }
     }
 
-    /// A node linked at a name a contested node had is tied to that contest.
+    /// A node linked at a name a contested node had is tied to that contest; a folder too, which
+    /// may then take a conflict name (`reconcile`).
     private mutating func spreadContest() {
         let contestedNames = Set(nodes.values.filter(\.contested).flatMap(\.names))
-        for (path, id) in tree where contestedNames.contains(path) && nodes[id]?.kind == .file {
+        for (path, id) in tree where contestedNames.contains(path) {
             nodes[id]?.contested = true
         }
     }
