@@ -492,9 +492,11 @@ final class Uploader: Sendable {
 
     /// The remote item `identifier` (as `known`, or asked for) when its content is exactly the
     /// bytes of `contents`: what an earlier attempt of this change sent, not another's version.
-    private func ours(_ known: Item?, of identifier: ItemIdentifier, bytes contents: URL) async throws -> Item? {
+    private func ours(_ known: Item?, of identifier: ItemIdentifier, bytes contents: URL?) async throws -> Item? {
         let remote: Item
         if let known { remote = known } else { remote = try await provider.item(for: identifier) }
+        // Nothing to copy: a file created empty (`send` leaves such a creation without contents).
+        guard let contents else { return remote.kind == .file && remote.size == 0 ? remote : nil }
         let size = try await BlockingIO.run {
             try FileManager.default.attributesOfItem(atPath: contents.path(percentEncoded: false))[.size] as? UInt64
         }
@@ -520,7 +522,7 @@ final class Uploader: Sendable {
             remote = try await provider.createItem(
                 basedOn: item, fields: change.fields, contents: contents, options: options)
         } catch ProviderError.filenameCollision(let existing) {
-            if change.attempts > 0, let existing, item.kind == .file, let contents,
+            if change.attempts > 0, let existing, item.kind == .file,
                 let made = try await ours(nil, of: existing, bytes: contents)
             {
                 // An earlier attempt made it (the daemon stopped after the bytes left).

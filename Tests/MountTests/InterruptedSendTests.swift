@@ -13,7 +13,7 @@ extension MountTests {
     /// loses its answer.
     @Suite("Sends interrupted after the bytes left")
     struct InterruptedSendTests {
-        @Test("kill -9 after the remote took an edit and a creation, then a remount: no conflict copy", arguments: [
+        @Test("kill -9 after the remote took an edit and creations (one empty), then a remount: no conflict copy", arguments: [
             WritableRemote.Kind.folder, .apache,
         ])
         func killAfterTheBytesLeft(_ kind: WritableRemote.Kind) async throws {
@@ -22,21 +22,23 @@ extension MountTests {
             try scratch.writeRemote("edited.txt", "the first version\n")
             let remote = try await WritableRemote.start(kind, in: scratch)
             defer { remote.stop() }
-            let faults = "hang-after:modify:edited.txt;hang-after:create:new.txt"
+            let faults = "hang-after:modify:edited.txt;hang-after:create:new.txt;hang-after:create:empty.txt"
             let first = try await TestMount.start(
                 remote: remote.argument, in: scratch, options: ["--inject-faults", faults, "--poll-interval", "0"])
             defer { first.unmount() }
             try await Command(["cat", first.path("edited.txt")]).check()
             try await Command.bash(
-                "echo 'the second version, here' > \"$1\" && echo 'a new file' > \"$2\"", first.path("edited.txt"),
-                first.path("new.txt")
+                "echo 'the second version, here' > \"$1\" && echo 'a new file' > \"$2\" && : > \"$3\"",
+                first.path("edited.txt"), first.path("new.txt"), first.path("empty.txt")
             ).check()
             // Both changes are on the remote while their answers hang.
             var arrived = false
             for _ in 0..<200 where !arrived {
                 let edited = try? String(contentsOfFile: remote.folder + "/edited.txt", encoding: .utf8)
                 let new = try? String(contentsOfFile: remote.folder + "/new.txt", encoding: .utf8)
-                arrived = edited == "the second version, here\n" && new == "a new file\n"
+                arrived =
+                    edited == "the second version, here\n" && new == "a new file\n"
+                    && FileManager.default.fileExists(atPath: remote.folder + "/empty.txt")
                 if !arrived { try await Task.sleep(for: .milliseconds(100)) }
             }
             try #require(arrived, "the sends never reached the remote: \(first.logTail())")
@@ -50,7 +52,7 @@ extension MountTests {
             try await second.sync()
             for folder in [second.mountpoint, remote.folder] {
                 let names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
-                #expect(names == ["edited.txt", "new.txt"], "\(folder) holds \(names): \(second.logTail())")
+                #expect(names == ["edited.txt", "empty.txt", "new.txt"], "\(folder) holds \(names): \(second.logTail())")
             }
             #expect(
                 try String(contentsOfFile: second.path("edited.txt"), encoding: .utf8) == "the second version, here\n")

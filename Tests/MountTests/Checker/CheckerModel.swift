@@ -274,11 +274,12 @@ struct CheckerModel: Sendable {
         var remote = Node(kind: .file, content: written, names: [paths.last!], contested: true)
         remote.versions.insert(written)
         // A file renamed here may still have its old name on the remote (the rename not sent
-        // yet): a remote write there goes into it, and its bytes follow it to its new name. The
-        // model cannot tell whether the rename went first, so either outcome holds; what the
-        // renamed file held is then not checked as an obligation (a remote overwrite is the
-        // remote's to make, and a local version not yet sent meets a conflict, tested elsewhere).
-        if case .remoteWrite(let path, _, _) = operation {
+        // yet): a remote write there, or a remote rename onto it, goes into it, and its bytes
+        // follow it to its new name. The model cannot tell whether the rename went first, so
+        // either outcome holds; what the renamed file held is then not checked as an obligation
+        // (a remote overwrite is the remote's to make, and a local version not yet sent meets a
+        // conflict, tested elsewhere).
+        if let path = paths.last {
             for (id, var node) in nodes where node.kind == .file && node.names.contains(path) && tree[path] != id {
                 node.contested = true
                 node.versions.insert(written)
