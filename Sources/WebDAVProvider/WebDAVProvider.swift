@@ -326,14 +326,25 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
     }
 
     /// Every item below the root, folders before their contents: the walk `WalkHistory` compares.
+    /// A folder gone by the time it is listed (moved or deleted since its parent was) is not in
+    /// this walk, as if the walk had run a moment later; it failed the whole walk before, and every
+    /// round while folders moved (DECISIONS 283).
     func walk() async throws -> [Item] {
         var items: [Item] = []
         var folders: [(RemotePath, ItemIdentifier)] = [(.root, .rootContainer)]
         while let (folder, identifier) = folders.popLast() {
-            try await listChildren(of: folder, identifier: identifier) { item, path in
-                items.append(item)
-                if item.kind == .directory { folders.append((path, item.identifier)) }
+            var listed: [Item] = []
+            do {
+                try await listChildren(of: folder, identifier: identifier) { item, path in
+                    listed.append(item)
+                    if item.kind == .directory { folders.append((path, item.identifier)) }
+                }
+            } catch ProviderError.noSuchItem where identifier != .rootContainer {
+                items.removeAll { $0.identifier == identifier }
+                folders.removeAll { $0.0.isWithin(folder) }
+                continue
             }
+            items += listed
         }
         return items
     }

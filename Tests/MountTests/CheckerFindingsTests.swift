@@ -202,6 +202,40 @@ extension MountTests {
             }
         }
 
+        /// A change round walks the remote folder by folder; a folder moved or deleted between
+        /// the listing of its parent and its own listing failed the whole round ("no such item
+        /// /p"), and `fpfs signal` with it (the checker, seed 3022 on Apache, where the round met
+        /// the mount's own MOVE of the folder; DECISIONS 283). Here the remote renames folders to
+        /// and fro while rounds run. Red before on Apache.
+        @Test("a change round survives folders moving on the remote while it walks", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func roundsWhileFoldersMove(_ kind: WritableRemote.Kind) async throws {
+            let files = Dictionary(uniqueKeysWithValues: (0..<40).map { ("d\($0)/f.txt", "\($0)\n") })
+            try await WriteMountTests.withMount(kind, files: files, options: ["--poll-interval", "0"]) { remote, mount in
+                _ = try await Self.signal(mount)
+                let mover = Command.bash(
+                    """
+                    end=$((SECONDS + 6))
+                    while [ $SECONDS -lt $end ]; do
+                      for i in $(seq 0 39); do mv "$1/d$i" "$1/e$i"; done
+                      for i in $(seq 0 39); do mv "$1/e$i" "$1/d$i"; done
+                    done
+                    """, remote.folder, timeout: .seconds(60))
+                async let moved = mover.run()
+                var failures: [String] = []
+                for _ in 0..<8 {
+                    let output = try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).run()
+                    if !output.succeeded { failures.append(output.stderr) }
+                }
+                #expect(await moved.succeeded)
+                #expect(failures.isEmpty, "\(failures.count) of 8 rounds failed: \(failures.first ?? "")")
+                _ = try await Self.signal(mount)
+                let names = try FileManager.default.contentsOfDirectory(atPath: mount.mountpoint).sorted()
+                #expect(names == (0..<40).map { "d\($0)" }.sorted(), "the mount shows \(names)")
+            }
+        }
+
         /// Bug A: a mount started while its folder remote was missing (a disk not mounted yet)
         /// served what was local, but never reached the folder once it was back: every round and
         /// upload kept failing with "the remote folder … does not exist" until a remount.

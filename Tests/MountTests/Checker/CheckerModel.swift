@@ -270,6 +270,14 @@ struct CheckerModel: Sendable {
                 nodes[id]?.contested = true
             }
         }
+        // And a remote rename of the old name of a file renamed here moves that file there (on a
+        // remote whose identifiers are paths, the rename here then finds nothing to move).
+        if case .remoteRename(let from, let to, _) = operation {
+            for (id, node) in nodes where node.kind == .file && node.names.contains(from) && tree[from] != id {
+                nodes[id]?.contested = true
+                nodes[id]?.names.insert(to)
+            }
+        }
         guard let written else { return }
         var remote = Node(kind: .file, content: written, names: [paths.last!], contested: true)
         remote.versions.insert(written)
