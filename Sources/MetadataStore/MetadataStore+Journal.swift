@@ -335,18 +335,6 @@ extension MetadataStore {
         }
     }
 
-    /// Gives a known item the identifier and version the remote lists it under now (after a
-    /// remote whose identifiers are paths moved its parent).
-    public func reidentify(inode: UInt64, as remote: Item) async throws -> RemoteIdentity? {
-        try await write { db in
-            guard
-                let record = try ItemRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
-            else { return nil }
-            return try Self.takeRemoteIdentity(of: remote, replacing: record, inode: inode, alias: false, in: db)
-        }
-    }
-
     /// After a remote whose identifiers are places moved a folder: every identifier that starts
     /// with `oldPrefix` (the folder's old place) starts with `newPrefix` instead, in every table
     /// that names items, whatever the item's parent here is by now (DECISIONS 280). A row that

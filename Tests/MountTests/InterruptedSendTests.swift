@@ -32,22 +32,12 @@ extension MountTests {
                 first.path("edited.txt"), first.path("new.txt"), first.path("empty.txt")
             ).check()
             // Both changes are on the remote while their answers hang.
-            var arrived = false
-            for _ in 0..<200 where !arrived {
+            let second = try await Self.killOnceArrived(first, remote: remote, in: scratch) {
                 let edited = try? String(contentsOfFile: remote.folder + "/edited.txt", encoding: .utf8)
                 let new = try? String(contentsOfFile: remote.folder + "/new.txt", encoding: .utf8)
-                arrived =
-                    edited == "the second version, here\n" && new == "a new file\n"
+                return edited == "the second version, here\n" && new == "a new file\n"
                     && FileManager.default.fileExists(atPath: remote.folder + "/empty.txt")
-                if !arrived { try await Task.sleep(for: .milliseconds(100)) }
             }
-            try #require(arrived, "the sends never reached the remote: \(first.logTail())")
-            let daemon = try #require(first.daemon)
-            daemon.send(SIGKILL)
-            #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
-            first.unmount()
-
-            let second = try await TestMount.start(remote: remote.argument, in: scratch, options: ["--poll-interval", "0"])
             defer { second.unmount() }
             try await second.sync()
             for folder in [second.mountpoint, remote.folder] {
@@ -81,18 +71,9 @@ extension MountTests {
             try await Command.bash(
                 "cd \"$1\" && cat old.txt folder/inside.txt > /dev/null && mv \"$2\" \"$3\"", first.mountpoint, from, to
             ).check()
-            var arrived = false
-            for _ in 0..<200 where !arrived {
-                arrived = FileManager.default.fileExists(atPath: remote.folder + "/" + to)
-                if !arrived { try await Task.sleep(for: .milliseconds(100)) }
+            let second = try await Self.killOnceArrived(first, remote: remote, in: scratch) {
+                FileManager.default.fileExists(atPath: remote.folder + "/" + to)
             }
-            try #require(arrived, "the rename never reached the remote: \(first.logTail())")
-            let daemon = try #require(first.daemon)
-            daemon.send(SIGKILL)
-            #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
-            first.unmount()
-
-            let second = try await TestMount.start(remote: remote.argument, in: scratch, options: ["--poll-interval", "0"])
             defer { second.unmount() }
             try await second.sync()
             for root in [second.mountpoint, remote.folder] {
@@ -105,6 +86,24 @@ extension MountTests {
             #expect(try String(contentsOfFile: second.path(file), encoding: .utf8) == "the file\n")
             let inside = (movesAFolder ? "renamed" : "folder") + "/inside.txt"
             #expect(try String(contentsOfFile: second.path(inside), encoding: .utf8) == "inside\n")
+        }
+
+        /// Waits until the remote holds what `arrived` looks for (the sends' answers hang), kills
+        /// the daemon with SIGKILL, clears its mount and mounts again on the same cache.
+        static func killOnceArrived(
+            _ first: TestMount, remote: WritableRemote, in scratch: Scratch, arrived: () throws -> Bool
+        ) async throws -> TestMount {
+            var done = false
+            for _ in 0..<200 where !done {
+                done = try arrived()
+                if !done { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            try #require(done, "the sends never reached the remote: \(first.logTail())")
+            let daemon = try #require(first.daemon)
+            daemon.send(SIGKILL)
+            #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
+            first.unmount()
+            return try await TestMount.start(remote: remote.argument, in: scratch, options: ["--poll-interval", "0"])
         }
     }
 }
