@@ -68,28 +68,33 @@ extension MetadataStore {
 
     /// Removes an item from the store. Unless it never reached the remote, its deletion is
     /// journalled, based on the version the store knew; with `toTrash`, as a move to the remote's
-    /// trash.
-    public func deleteLocally(inode: UInt64, toTrash: Bool = false) async throws {
+    /// trash. True when the item's creation was sent and never confirmed: the deletion then finds
+    /// it by its place, and the caller keeps its bytes to tell it from another's (DECISIONS 284).
+    @discardableResult
+    public func deleteLocally(inode: UInt64, toTrash: Bool = false) async throws -> Bool {
         try await write { db in
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
-            else { return }
-            // An item never sent needs no deletion; one whose creation is being sent does, in its
-            // place in the order (completeCreation gives it the remote identifier).
+            else { return false }
+            // An item never sent needs no deletion. One whose creation is being sent does, in its
+            // place in the order (completeCreation gives it the remote identifier), and so does one
+            // whose creation was tried: the remote may have made it, its answer lost.
             let pending = try PendingChange.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)])
-            if pending.map({ !$0.isCreation || !$0.sending.isEmpty }) ?? true {
+            let unconfirmed = pending.map { $0.isCreation && (!$0.sending.isEmpty || $0.attempts > 0) } ?? false
+            if pending.map({ !$0.isCreation }) ?? true || unconfirmed {
                 let item = record.item
                 try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO pendingDeletion
-                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash)
-                          VALUES (?, ?, ?, ?, ?, ?)
+                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash, parentIdentifier, filename)
+                          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """
                 ).execute(arguments: [
                     item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
                     Data(item.version.content), Data(item.version.metadata), toTrash,
+                    unconfirmed ? item.parentIdentifier.rawValue : nil, unconfirmed ? Data(item.filename.bytes) : nil,
                 ])
             }
             for sql in [
@@ -101,6 +106,7 @@ extension MetadataStore {
             try db.cachedStatement(sql: "DELETE FROM directory WHERE identifier = ?").execute(arguments: [
                 record.identifier.rawValue
             ])
+            return unconfirmed
         }
     }
 
@@ -345,6 +351,7 @@ extension MetadataStore {
             let arguments: StatementArguments = [oldPrefix, end, newPrefix]
             for (table, column) in [
                 ("item", "identifier"), ("item", "parentIdentifier"), ("pendingDeletion", "identifier"),
+                ("pendingDeletion", "parentIdentifier"),
                 ("directory", "identifier"), ("content", "identifier"), ("identifierAlias", "remote"),
             ] {
                 try db.cachedStatement(
@@ -386,6 +393,16 @@ extension MetadataStore {
                 ).execute()
             }
         }
+    }
+
+    /// The items deleted here whose creation was sent and never confirmed, and whose deletion
+    /// waits (`deleteLocally`).
+    public func unconfirmedCreationsDeleted() async throws -> Set<ItemIdentifier> {
+        let identifiers = try await database.read { db in
+            try String.fetchAll(
+                db.cachedStatement(sql: "SELECT identifier FROM pendingDeletion WHERE parentIdentifier IS NOT NULL"))
+        }
+        return Set(identifiers.map { ItemIdentifier($0) })
     }
 
     /// Moves a pending deletion to the end of the journal: it must wait for what is journalled
@@ -658,8 +675,10 @@ extension MetadataStore {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)").execute(
                 arguments: [old.rawValue, remote.identifier.rawValue])
         }
-        try db.cachedStatement(sql: "UPDATE item SET parentIdentifier = ? WHERE parentIdentifier = ?")
-            .execute(arguments: [remote.identifier.rawValue, old.rawValue])
+        for table in ["item", "pendingDeletion"] {
+            try db.cachedStatement(sql: "UPDATE \(table) SET parentIdentifier = ? WHERE parentIdentifier = ?")
+                .execute(arguments: [remote.identifier.rawValue, old.rawValue])
+        }
         for table in ["directory", "content"] {
             try db.cachedStatement(sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?").execute(
                 arguments: [remote.identifier.rawValue, old.rawValue])
@@ -672,7 +691,8 @@ extension MetadataStore {
     private static func rebaseDeletion(of old: ItemIdentifier, onto remote: Item, in db: Database) throws {
         try db.cachedStatement(
             sql: """
-                UPDATE OR REPLACE pendingDeletion SET identifier = ?, contentVersion = ?, metadataVersion = ?
+                UPDATE OR REPLACE pendingDeletion SET identifier = ?, contentVersion = ?, metadataVersion = ?,
+                  parentIdentifier = NULL, filename = NULL
                 WHERE identifier = ?
                 """
         ).execute(arguments: [

@@ -220,6 +220,12 @@ public final class MetadataStore: Sendable {
             try db.execute(sql: "ALTER TABLE pendingDeletion DROP COLUMN parentIdentifier")
             try db.execute(sql: "ALTER TABLE pendingDeletion DROP COLUMN filename")
         }
+        migrator.registerMigration("v7-unconfirmed-creations") { db in
+            // Where an item deleted here was created, when its creation was sent and never
+            // confirmed: the remote may hold it there, under no identifier known here (DECISIONS 284).
+            try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN parentIdentifier TEXT")
+            try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN filename BLOB")
+        }
         return migrator
     }
 

@@ -13,6 +13,17 @@ public struct PendingDeletion: Sendable, Hashable {
     public var toTrash: Bool
     public var attempts: Int
     public var lastError: String?
+    /// For an item made here whose creation was sent but never confirmed (its answer lost, the
+    /// daemon killed): the folder and name it was made under. The remote may hold it there,
+    /// under an identifier never learnt here, and the deletion must find it by its place
+    /// (DECISIONS 284).
+    public var unconfirmedCreation: Place?
+
+    /// A folder and a name in it.
+    public struct Place: Sendable, Hashable {
+        public var parent: ItemIdentifier
+        public var filename: Filename
+    }
 }
 
 extension PendingDeletion: FetchableRecord {
@@ -26,5 +37,8 @@ extension PendingDeletion: FetchableRecord {
         self.toTrash = row["toTrash"]
         self.attempts = row["attempts"]
         self.lastError = row["lastError"]
+        if let parent = row["parentIdentifier"] as String?, let filename = row["filename"] as Data? {
+            self.unconfirmedCreation = Place(parent: ItemIdentifier(parent), filename: Filename(bytes: Array(filename)))
+        }
     }
 }

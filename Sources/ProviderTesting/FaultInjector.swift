@@ -100,7 +100,8 @@ public final class FaultInjector: Sendable {
     /// Applies the rules matching a call: waits, hangs or throws as they say, and returns the
     /// content faults for a fetch to apply. `lookUp` finds an item's name the injector has not
     /// learned yet; it runs only when a rule needs that name. Called `afterCall` once the inner
-    /// provider has answered, it applies the `hangAfterCall` rules, which it leaves out before.
+    /// provider has answered, it applies the rules whose effect comes after the call (`hang-after`,
+    /// `error-after`), which it leaves out before.
     func intercept(
         _ operation: FaultRule.Operation, identifier: ItemIdentifier?, filenames: [Filename] = [],
         afterCall: Bool = false, lookUp: () async -> Item?
@@ -116,7 +117,7 @@ public final class FaultInjector: Sendable {
             for index in state.rules.indices {
                 let entry = state.rules[index]
                 guard entry.rule.limit.map({ entry.fired < $0 }) ?? true,
-                    (entry.rule.effect == .hangAfterCall) == afterCall,
+                    entry.rule.effect.isAfterCall == afterCall,
                     entry.rule.matches(operation, identifier: identifier, filenames: names)
                 else { continue }
                 state.rules[index].fired += 1
@@ -128,7 +129,7 @@ public final class FaultInjector: Sendable {
         for (rule, effect) in fired {
             switch effect {
             case .hang, .hangAfterCall: try await hang(on: rule)
-            case .error(let error): throw error
+            case .error(let error), .errorAfterCall(let error): throw error
             case .delay(let duration): try await Task.sleep(for: duration)
             case .shortContent(let bytes): faults.shortBytes = min(bytes, faults.shortBytes ?? .max)
             case .corruptRange: faults.corruptRange = true

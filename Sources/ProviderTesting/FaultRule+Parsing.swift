@@ -3,7 +3,8 @@ import FileProviderKit
 /// The text form of fault rules, for `fpfs mount --inject-faults SPEC`:
 /// `SPEC = RULE(;RULE)*`, `RULE = EFFECT:OPERATION[:FILENAME]`, where EFFECT is `hang`,
 /// `error=NAME` (a `ProviderError` case name), `delay=MILLISECONDS`, `short=BYTES`, `corrupt` or
-/// `hang-after` (the change is made, its answer never comes).
+/// `hang-after` (the change is made, its answer never comes) or `error-after=NAME` (the change is
+/// made, the call throws the error).
 /// Example: `hang:fetch:big.bin;error=serverUnreachable:fetch:bad.txt`.
 extension FaultRule {
     /// Parses a whole spec; throws on the first rule that is not valid.
@@ -36,6 +37,9 @@ extension FaultRule {
         case ("error", true):
             guard let error = Self.providerErrors[value] else { throw refuse("unknown error \"\(value)\"") }
             effect = .error(error)
+        case ("error-after", true):
+            guard let error = Self.providerErrors[value] else { throw refuse("unknown error \"\(value)\"") }
+            effect = .errorAfterCall(error)
         case ("delay", true):
             guard let milliseconds = Int64(value), milliseconds >= 0 else {
                 throw refuse("delay needs a whole number of milliseconds, not \"\(value)\"")

@@ -21,6 +21,18 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
         /// comes, as with `hang`: a remote that applied a write whose answer was lost (a daemon
         /// killed just after an upload's bytes left).
         case hangAfterCall
+        /// The call goes ahead and the inner provider makes the change, then the call throws this
+        /// error: a remote that applied a write whose answer was lost on the way (a reset
+        /// connection, an outage).
+        case errorAfterCall(ProviderError)
+
+        /// Whether the effect comes once the inner provider has answered.
+        var isAfterCall: Bool {
+            switch self {
+            case .hangAfterCall, .errorAfterCall: true
+            default: false
+            }
+        }
     }
 
     /// Which provider calls a rule applies to.
@@ -87,6 +99,7 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
             case .shortContent(let bytes): "short=\(bytes)"
             case .corruptRange: "corrupt"
             case .hangAfterCall: "hang-after"
+            case .errorAfterCall(let error): "error-after=\(error)"
             }
         let target =
             switch self.target {

@@ -535,8 +535,11 @@ extension FileSystem {
             try await lister.ensureListed(record.identifier)
             guard try await store.children(of: record.identifier).isEmpty else { throw Errno.directoryNotEmpty }
         }
-        try await store.deleteLocally(inode: record.inode, toTrash: toTrash)
-        await localFiles.remove(record.inode)
+        if try await store.deleteLocally(inode: record.inode, toTrash: toTrash), record.item.kind == .file {
+            await localFiles.keepDeleted(record.inode, as: record.identifier)
+        } else {
+            await localFiles.remove(record.inode)
+        }
         uploader.wake()
     }
 

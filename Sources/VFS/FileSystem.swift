@@ -76,7 +76,8 @@ public final class FileSystem: FileSystemOperations {
         try await store.forgetIdentifierAliases()
         try await store.requeueSending()
         let localFiles = try LocalFileFolder(
-            root: cache.directory.removingLastComponent(), items: try await store.localContentItems())
+            root: cache.directory.removingLastComponent(), items: try await store.localContentItems(),
+            unconfirmedDeletions: try await store.unconfirmedCreationsDeleted())
         try await settleInterruptedWriters(store: store, localFiles: localFiles, logger: logger)
         let fileSystem = FileSystem(
             provider: provider, store: store, cache: cache, localFiles: localFiles, root: record,

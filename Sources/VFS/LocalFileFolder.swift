@@ -20,6 +20,10 @@ import SystemPackage
 final class LocalFileFolder: Sendable {
     let directory: FilePath
     let uploads: FilePath
+    /// The last bytes of items deleted here whose creation was sent and never confirmed, by local
+    /// identifier: their deletion compares them with what the remote holds at the item's place
+    /// before it deletes that (DECISIONS 284).
+    let unconfirmed: FilePath
     private let nameless: NamelessFiles
 
     /// Guards the inodes with local content, which of them are conflict copies, the count of
@@ -40,13 +44,19 @@ final class LocalFileFolder: Sendable {
     private let state: Mutex<State>
 
     /// Opens the folder under `root` for the items the store says have local content, removing
-    /// files the store does not know and snapshots left by an interrupted upload.
-    init(root: FilePath, items: [UInt64: Bool]) throws {
+    /// files the store does not know, snapshots left by an interrupted upload, and the bytes of
+    /// deleted items no pending deletion needs (`unconfirmedDeletions`).
+    init(root: FilePath, items: [UInt64: Bool], unconfirmedDeletions: Set<ItemIdentifier>) throws {
         self.directory = root.appending("local")
         self.uploads = root.appending("uploads")
+        self.unconfirmed = root.appending("unconfirmed")
         self.nameless = NamelessFiles(in: directory)
         self.state = Mutex(State(items: Set(items.keys), conflictCopies: Set(items.filter(\.value).keys)))
-        for folder in [directory, uploads] {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: unconfirmed.string)) ?? []
+        where !unconfirmedDeletions.contains(ItemIdentifier(name)) {
+            try? FileManager.default.removeItem(atPath: unconfirmed.appending(name).string)
+        }
+        for folder in [directory, uploads, unconfirmed] {
             try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
         }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.string)) ?? []
@@ -261,6 +271,28 @@ final class LocalFileFolder: Sendable {
         let path = path(of: inode)
         _ = try? await BlockingIO.run { unlink(path.string) }
     }
+
+    /// Like `remove`, but the content is kept as the last bytes of the deleted item `identifier`,
+    /// whose creation may have reached the remote (an empty file when it had none).
+    func keepDeleted(_ inode: UInt64, as identifier: ItemIdentifier) async {
+        state.withLock { state in
+            state.items.remove(inode)
+            state.conflictCopies.remove(inode)
+            state.replaced(inode)
+        }
+        let (path, kept) = (path(of: inode), deletedBytes(of: identifier))
+        _ = try? await BlockingIO.run {
+            guard rename(path.string, kept.string) != 0 else { return }
+            let made = Glibc.open(kept.string, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            if made >= 0 { Glibc.close(made) }
+        }
+    }
+
+    /// Where `keepDeleted` keeps the bytes of the deleted item `identifier`; `discardDeleted`
+    /// removes them.
+    func deletedBytes(of identifier: ItemIdentifier) -> FilePath { unconfirmed.appending(identifier.rawValue) }
+
+    func discardDeleted(_ identifier: ItemIdentifier) { unlink(deletedBytes(of: identifier).string) }
 
     /// Gives up the local content of `inode` for the remote's newer version, unless a writer has
     /// it open: then it stays, and false says so. The file itself is deleted by `remove`.

@@ -526,11 +526,7 @@ final class Uploader: Sendable {
                 let made = try await ours(nil, of: existing, bytes: contents)
             {
                 // An earlier attempt made it (the daemon stopped after the bytes left).
-                if let identity = try await store.completeCreation(
-                    inode: inode, localIdentifier: item.identifier, remote: made)
-                {
-                    nodes.replaceIdentifier(item.identifier, with: identity, inode: InodeNumber(inode), kind: item.kind)
-                }
+                try await completeCreation(of: item, inode: inode, remote: made)
                 return
             }
             guard try await journalFrees(existing, for: item) else {
@@ -546,11 +542,21 @@ final class Uploader: Sendable {
                 basedOn: aside, fields: change.fields, contents: contents, options: options)
             stillPending = [.filename]
         }
-        // Deleted here while it was being created, the item has a deletion in the journal instead.
+        try await completeCreation(of: item, inode: inode, remote: remote, stillPending: stillPending)
+    }
+
+    /// Records that the creation of `item` made `remote`. Deleted here while it was being created,
+    /// the item has a deletion in the journal instead, which now names `remote`: the bytes kept
+    /// to find it by its place are not needed.
+    private func completeCreation(of item: Item, inode: UInt64, remote: Item, stillPending: ItemFields = [])
+        async throws
+    {
         if let identity = try await store.completeCreation(
             inode: inode, localIdentifier: item.identifier, remote: remote, stillPending: stillPending)
         {
             nodes.replaceIdentifier(item.identifier, with: identity, inode: InodeNumber(inode), kind: item.kind)
+        } else {
+            localFiles.discardDeleted(item.identifier)
         }
     }
 
@@ -606,9 +612,12 @@ final class Uploader: Sendable {
     }
 
     private func send(_ deletion: PendingDeletion) async throws {
-        // Still local: the creation it waited for failed, so the remote never had the item.
+        // Still local: the remote never had the item (the creation it waited for failed), or its
+        // creation was sent and never confirmed, and the item goes from its place if it is there.
         if deletion.identifier.isLocal {
+            if let place = deletion.unconfirmedCreation { try await deleteUnconfirmed(deletion, madeAt: place) }
             try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+            localFiles.discardDeleted(deletion.identifier)
             return
         }
         do {
@@ -635,6 +644,42 @@ final class Uploader: Sendable {
             return
         }
         try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+    }
+
+    /// Deletes what a creation sent and never confirmed made at `place`, if it is that item: a
+    /// folder (the remote refuses to delete one that holds items), or a file with the bytes the
+    /// item had when deleted here. Anything else there is another's, and stays (DECISIONS 284).
+    private func deleteUnconfirmed(_ deletion: PendingDeletion, madeAt place: PendingDeletion.Place) async throws {
+        guard !place.parent.isLocal, let found = try await child(named: place.filename, of: place.parent),
+            found.kind == deletion.kind
+        else { return }
+        if found.kind == .file {
+            let kept = URL(fileURLWithPath: localFiles.deletedBytes(of: deletion.identifier).string)
+            let isKept = try await BlockingIO.run { FileManager.default.fileExists(atPath: kept.path(percentEncoded: false)) }
+            guard isKept, try await ours(found, of: found.identifier, bytes: kept) != nil else {
+                logger.notice("\(place.filename) on the remote is not the file deleted here; it stays there")
+                return
+            }
+        }
+        do {
+            try await provider.deleteItem(
+                identifier: found.identifier, baseVersion: found.kind == .directory ? nil : found.version,
+                options: deletion.toTrash ? [.toTrash] : [])
+        } catch ProviderError.noSuchItem, ProviderError.conflict, ProviderError.directoryNotEmpty {
+            // Gone or changed since, or holding items made there: what is there stays.
+        }
+    }
+
+    /// The item named `filename` in the remote folder `folder`, listed.
+    private func child(named filename: Filename, of folder: ItemIdentifier) async throws -> Item? {
+        let enumerator = try await provider.enumerator(for: folder)
+        var page = EnumerationPage.initial
+        while true {
+            let result = try await enumerator.enumerateItems(startingAt: page, suggestedPageSize: 1000)
+            if let item = result.items.first(where: { $0.filename == filename }) { return item }
+            guard let next = result.nextPage else { return nil }
+            page = next
+        }
     }
 
     /// A deletion the remote refused: the item stays there, so it comes back here as the remote

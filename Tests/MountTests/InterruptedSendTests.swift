@@ -88,6 +88,43 @@ extension MountTests {
             #expect(try String(contentsOfFile: second.path(inside), encoding: .utf8) == "inside\n")
         }
 
+        /// A creation the remote made while its answer was lost (an outage), then deleted here
+        /// before it was sent again: the deletion was taken as one of an item the remote never had,
+        /// and the file or folder stayed there and came back (the checker, seed 3030 on Apache;
+        /// DECISIONS 284). A file someone else put at that place meanwhile stays.
+        @Test("a creation whose answer was lost, deleted before it was confirmed: gone from the remote too", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func deletionOfAnUnconfirmedCreation(_ kind: WritableRemote.Kind) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let names = ["gone.txt", "empty.txt", "folder", "theirs.txt"]
+            let faults = names.map { "error-after=serverUnreachable:create:\($0)" }.joined(separator: ";")
+            let mount = try await TestMount.start(
+                remote: remote.argument, in: scratch, options: ["--inject-faults", faults, "--poll-interval", "0"])
+            defer { mount.unmount() }
+            try await Command.bash(
+                "cd \"$1\" && echo mine > gone.txt && : > empty.txt && mkdir folder && echo 'mine too' > theirs.txt",
+                mount.mountpoint
+            ).check()
+            var arrived = false
+            for _ in 0..<200 where !arrived {
+                arrived = names.allSatisfy { FileManager.default.fileExists(atPath: remote.folder + "/" + $0) }
+                if !arrived { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            try #require(arrived, "the creations never reached the remote: \(mount.logTail())")
+            // Before the retry a second later: the answers were lost, nothing is confirmed.
+            try "theirs\n".write(toFile: remote.folder + "/theirs.txt", atomically: true, encoding: .utf8)
+            try await Command.bash("cd \"$1\" && rm gone.txt empty.txt theirs.txt && rmdir folder", mount.mountpoint)
+                .check()
+            try await mount.sync()
+            let left = try FileManager.default.contentsOfDirectory(atPath: remote.folder).sorted()
+            #expect(left == ["theirs.txt"], "the remote holds \(left): \(mount.logTail())")
+            #expect(try String(contentsOfFile: remote.folder + "/theirs.txt", encoding: .utf8) == "theirs\n")
+        }
+
         /// Waits until the remote holds what `arrived` looks for (the sends' answers hang), kills
         /// the daemon with SIGKILL, clears its mount and mounts again on the same cache.
         static func killOnceArrived(
