@@ -453,6 +453,11 @@ final class Uploader: Sendable {
             }
             try await keepBoth(record, localContents: contents, snapshot: &snapshot)
         } catch ProviderError.noSuchItem {
+            if change.attempts > 0, let aside = try await movedAside(item, fields: change.fields, of: record) {
+                // An earlier attempt moved it aside and its answer was lost (kill -9, an outage):
+                // it is there, and takes its own name when the journal reaches it again.
+                return try await adopt(aside, of: record, kind: item.kind, stillPending: change.fields)
+            }
             // Deleted on the remote while changed here: as if the change round had seen it first,
             // what holds local work (bytes written here) is kept and created anew, the rest goes
             // (a rename of a file whose bytes never were local cannot bring them back).
@@ -479,15 +484,32 @@ final class Uploader: Sendable {
     ) async throws {
         let remote = try await provider.modifyItem(
             item, baseVersion: record.item.version, changedFields: fields, contents: contents, options: options)
+        try await adopt(remote, of: record, kind: item.kind, stillPending: stillPending)
+    }
+
+    /// Records that the item of `record` is now `remote` on the remote; `stillPending` stay in the
+    /// journal.
+    private func adopt(_ remote: Item, of record: ItemRecord, kind: ItemKind, stillPending: ItemFields) async throws {
         if let identity = try await store.completeModification(
             inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending)
         {
-            nodes.replaceIdentifier(
-                record.identifier, with: identity, inode: InodeNumber(record.inode), kind: item.kind)
+            nodes.replaceIdentifier(record.identifier, with: identity, inode: InodeNumber(record.inode), kind: kind)
         }
-        if item.kind == .directory, remote.identifier != record.identifier {
+        if kind == .directory, remote.identifier != record.identifier {
             try await followMove(of: record.identifier, to: remote.identifier)
         }
+    }
+
+    /// The item of `record` under the temporary name a move of it to `item`'s name takes while
+    /// that name is another's (a swap), when an earlier attempt put it there: a folder, or a file
+    /// with the version the move began from (DECISIONS 285).
+    private func movedAside(_ item: Item, fields: ItemFields, of record: ItemRecord) async throws -> Item? {
+        guard !fields.isDisjoint(with: [.filename, .parentIdentifier]), !item.parentIdentifier.isLocal,
+            let found = try await child(
+                named: TemporaryName.make(for: item.filename, inode: record.inode), of: item.parentIdentifier),
+            found.kind == item.kind, item.kind == .directory || found.version.content == record.item.version.content
+        else { return nil }
+        return found
     }
 
     /// The remote item `identifier` (as `known`, or asked for) when its content is exactly the

@@ -88,6 +88,40 @@ extension MountTests {
             #expect(try String(contentsOfFile: second.path(inside), encoding: .utf8) == "inside\n")
         }
 
+        /// A swap through a temporary name (`mv q t; mv a q; mv t a`) moves one file aside on the
+        /// remote first, to `.fpfs-moving-INODE-q`, while `q` is still the other's (DECISIONS 171).
+        /// When that move's answer was lost and the daemon killed, the next attempt found nothing
+        /// at `a`, took the file for deleted on the remote and made it again, and the file moved
+        /// aside stayed there for good (the checker, seed 4016 on Apache; DECISIONS 285).
+        @Test("kill -9 after the remote moved a file aside in a swap: swapped, nothing left aside", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func killAfterAMoveAside(_ kind: WritableRemote.Kind) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("a", "the first file\n")
+            try scratch.writeRemote("q", "the second file\n")
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:modify:a", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash("cd \"$1\" && cat a q > /dev/null && mv q t && mv a q && mv t a", first.mountpoint)
+                .check()
+            let second = try await Self.killOnceArrived(first, remote: remote, in: scratch) {
+                try FileManager.default.contentsOfDirectory(atPath: remote.folder).contains { $0.hasPrefix(".fpfs-moving-") }
+            }
+            defer { second.unmount() }
+            try await second.sync()
+            for root in [second.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
+                #expect(names == ["a", "q"], "\(root) holds \(names): \(second.logTail())")
+            }
+            #expect(try String(contentsOfFile: remote.folder + "/a", encoding: .utf8) == "the second file\n")
+            #expect(try String(contentsOfFile: remote.folder + "/q", encoding: .utf8) == "the first file\n")
+        }
+
         /// A creation the remote made while its answer was lost (an outage), then deleted here
         /// before it was sent again: the deletion was taken as one of an item the remote never had,
         /// and the file or folder stayed there and came back (the checker, seed 3030 on Apache;
@@ -101,7 +135,11 @@ extension MountTests {
             let remote = try await WritableRemote.start(kind, in: scratch)
             defer { remote.stop() }
             let names = ["gone.txt", "empty.txt", "folder", "theirs.txt"]
-            let faults = names.map { "error-after=serverUnreachable:create:\($0)" }.joined(separator: ";")
+            // theirs.txt's answer is a refusal, retried only minutes later: a retry before the
+            // remote's replacement below would make the local file a conflict copy instead.
+            let faults =
+                names.dropLast().map { "error-after=serverUnreachable:create:\($0)" }.joined(separator: ";")
+                + ";error-after=insufficientQuota:create:theirs.txt"
             let mount = try await TestMount.start(
                 remote: remote.argument, in: scratch, options: ["--inject-faults", faults, "--poll-interval", "0"])
             defer { mount.unmount() }
