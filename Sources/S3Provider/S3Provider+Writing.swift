@@ -70,22 +70,32 @@ extension S3Provider {
         } else {
             let writes = changedFields.contains(.contents)
             if moves, target != source {
-                if let taken = try await occupant(named: newName, in: newParent) {
-                    throw ProviderError.filenameCollision(existing: taken)
+                let taken = try await occupant(named: newName, in: newParent)
+                var copied = false
+                if options.contains(.mayAlreadyExist), !writes, taken == target.identifier {
+                    copied = try await isCopy(at: target, of: baseVersion)
                 }
+                if let taken, !copied { throw ProviderError.filenameCollision(existing: taken) }
                 if writes {
                     try await requireVersion(baseVersion, of: source)
                     try await put(
                         try await body(of: contents), at: target, precondition: ("If-None-Match", "*"), metadata: item)
                 } else {
-                    try await copy(source, to: target, ifMatching: baseVersion, size: item.size)
+                    if !copied { try await copy(source, to: target, ifMatching: baseVersion, size: item.size) }
                     await metadata.move(source, to: target)
                     // A copy keeps the old metadata; a chmod or touch journalled with the move goes after.
                     if !changedFields.isDisjoint(with: Self.metadataFields) {
                         try await replaceMetadata(of: target, with: item)
                     }
                 }
-                try await delete(source)
+                if copied {
+                    // Gone already, or still the version copied: anything else was written since.
+                    if let left = try? await head(source), left.version.content == baseVersion.content {
+                        try await delete(source)
+                    }
+                } else {
+                    try await delete(source)
+                }
             } else if writes {
                 do {
                     if writesAreConditional.withLock({ $0 }) != true {
@@ -249,6 +259,17 @@ extension S3Provider {
         default:
             guard let current else { throw ProviderError.noSuchItem(path.identifier) }
             if S3Path.etag(of: current.version) != precondition.1 { throw ProviderError.versionNoLongerAvailable }
+        }
+    }
+
+    /// Whether the file at `target` is the copy a rename from a file of `version` made: a replay of
+    /// a rename whose `CopyObject` (and maybe its `DeleteObject`) the server took before the daemon
+    /// stopped finds its own copy there, which is no collision (DECISIONS 266). A copy keeps the
+    /// ETag of an object that went up in one part; the copy of a multipart object may not, and
+    /// such a replay stays a collision.
+    private func isCopy(at target: S3Path, of version: ItemVersion) async throws -> Bool {
+        do { return try await head(target).version.content == version.content } catch ProviderError.noSuchItem {
+            return false
         }
     }
 

@@ -156,6 +156,43 @@ extension MountTests {
             }
         }
 
+        /// A rename whose copy and deletion the server made while the answer was lost, then kill -9:
+        /// the replay at the next mount met its own copy at the new name and took it for another
+        /// client's (DECISIONS 266; `InterruptedSendTests.killAfterARenameLeft` on the other remotes).
+        @Test(
+            "kill -9 after the server took a rename (a file, a folder), then a remount: no conflict copy, nothing back",
+            arguments: [false, true])
+        func killAfterARenameLeft(movesAFolder: Bool) async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket(
+                "killrename", on: server, files: ["old.txt": "the file\n", "folder/inside.txt": "inside\n"])
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let mount = { (options: [String]) in
+                try await TestMount.start(
+                    remote: "s3://\(bucket)", in: scratch, options: Self.options(server) + options,
+                    environment: Self.environment(server))
+            }
+            let (from, to) = movesAFolder ? ("folder", "renamed") : ("old.txt", "new.txt")
+            let expected = movesAFolder ? ["old.txt", "renamed/inside.txt"] : ["folder/inside.txt", "new.txt"]
+            let first = try await mount(["--inject-faults", "hang-after:modify:\(to)"])
+            defer { first.unmount() }
+            try await Command.bash(
+                "cd \"$1\" && cat old.txt folder/inside.txt > /dev/null && mv \"$2\" \"$3\"", first.mountpoint, from, to
+            ).check()
+            let second = try await InterruptedSendTests.killOnceArrived(first, remount: { try await mount([]) }) {
+                try await server.keys(bucket: bucket).sorted() == expected
+            }
+            defer { second.unmount() }
+            try await second.sync()
+            let found = try await Command.bash("cd \"$1\" && find . -mindepth 1 -type f | sort", second.mountpoint).check()
+            #expect(found.lines == expected.map { "./" + $0 }, "the mount holds \(found.lines): \(second.logTail())")
+            let keys = try await server.keys(bucket: bucket).sorted()
+            #expect(keys == expected, "the bucket holds \(keys): \(second.logTail())")
+            #expect(try String(contentsOfFile: second.path(expected[0]), encoding: .utf8) == (movesAFolder ? "the file\n" : "inside\n"))
+            #expect(try String(contentsOfFile: second.path(expected[1]), encoding: .utf8) == (movesAFolder ? "inside\n" : "the file\n"))
+        }
+
         @Test("two mounts of one bucket (two cache folders) editing the same file keep both versions")
         func twoMountsEditingOneFile() async throws {
             let server = try await S3TestServer.shared()
