@@ -69,6 +69,7 @@ extension S3Provider {
             throw ProviderError.cannotSynchronize(reason: "\(what): the server sent another version than asked for")
         }
         item = await metadata.learn(S3ObjectMetadata(headers: response.headers), of: item)
+        await sink.describe(item)
         let received: Range<UInt64>
         if response.status.code == 206 {
             guard let range, let said = response.headers.first(name: "content-range").flatMap(Self.contentRange),
