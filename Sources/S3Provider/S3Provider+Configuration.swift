@@ -34,6 +34,9 @@ extension S3Provider {
         /// Objects larger than this are copied (renamed, given new metadata) part by part
         /// (`UploadPartCopy`): `CopyObject` takes at most 5 GiB.
         public var multipartCopyThreshold: Int64 = 5 << 30
+        /// Symlinks are kept as `NAME.rclonelink` objects holding the target (`--links`,
+        /// `LinkMarker`); without, such objects are files.
+        public var symlinksAsMarkerFiles = false
 
         public init(
             endpoint: URL, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = true,

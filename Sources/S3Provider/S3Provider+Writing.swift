@@ -12,7 +12,10 @@ extension S3Provider {
         let created: Item
         switch template.kind {
         case .symlink:
-            throw ProviderError.featureUnsupported
+            guard features.contains(.symlinks), let target = template.symlinkTarget else {
+                throw ProviderError.featureUnsupported
+            }
+            created = try await createLink(template, target: target, in: parent, options: options)
         case .directory:
             let path = S3Path(name: template.filename, in: parent, isFolder: true)
             if let file = try await occupant(named: template.filename, in: parent), file != path.identifier {
@@ -57,8 +60,14 @@ extension S3Provider {
         let source = S3Path(item.identifier)
         guard !source.isRoot else { throw ProviderError.cannotSynchronize(reason: "the root cannot be changed") }
         let moves = !changedFields.isDisjoint(with: [.filename, .parentIdentifier])
+        let isLink = item.kind == .symlink
+        // POSIX cannot change a link's target in place: the engine deletes and creates.
+        if isLink, changedFields.contains(.symlinkTarget) { throw ProviderError.featureUnsupported }
         let newParent = changedFields.contains(.parentIdentifier) ? S3Path(item.parentIdentifier) : source.parent
-        let newName = changedFields.contains(.filename) ? item.filename : source.name
+        // A link lives in its marker object (`--links`).
+        let newName =
+            !changedFields.contains(.filename)
+            ? source.name : isLink ? LinkMarker.markerName(ofLink: item.filename) : item.filename
         try newName.validate()
         let target = S3Path(name: newName, in: newParent, isFolder: source.isFolder)
         let modified: Item
@@ -113,7 +122,8 @@ extension S3Provider {
             } else if !changedFields.isDisjoint(with: Self.metadataFields) {
                 try await replaceMetadata(of: source, with: item)
             }
-            modified = try await head(target)
+            let file = try await head(target)
+            modified = isLink ? (link(file, target: item.symlinkTarget ?? []) ?? file) : file
         }
         history.noteHandedOut([modified.identifier])
         return modified
@@ -144,6 +154,28 @@ extension S3Provider {
     }
 
     // MARK: Pieces
+
+    /// A symlink made with `--links`: the object `NAME.rclonelink` holding the target. A replay
+    /// (`mayAlreadyExist`) takes a marker already there with the same target as its own.
+    private func createLink(_ template: Item, target: [UInt8], in parent: S3Path, options: CreateItemOptions)
+        async throws -> Item
+    {
+        let path = S3Path(name: LinkMarker.markerName(ofLink: template.filename), in: parent, isFolder: false)
+        if let taken = try await occupant(named: path.name, in: parent) {
+            if options.contains(.mayAlreadyExist), taken == path.identifier {
+                let existing = try await linked(try await head(path))
+                if existing.kind == .symlink, existing.symlinkTarget == target { return existing }
+            }
+            throw ProviderError.filenameCollision(existing: taken)
+        }
+        do {
+            try await put(.bytes(target), at: path, precondition: ("If-None-Match", "*"), metadata: template)
+        } catch ProviderError.versionNoLongerAvailable {
+            throw ProviderError.filenameCollision(existing: path.identifier)
+        }
+        let file = try await head(path)
+        return link(file, target: target) ?? file
+    }
 
     /// What a `PUT` sends for a file's contents (nothing for none).
     private func body(of contents: URL?) async throws -> S3Client.Body {
@@ -312,6 +344,7 @@ extension S3Provider {
         guard [200, 204, 404].contains(answer.status.code) else {
             throw client.error(for: answer, doing: "DELETE \(path)", identifier: path.identifier)
         }
+        linkTargets.withLock { $0[path] = nil }
         await metadata.forget(path)
     }
 

@@ -193,6 +193,62 @@ extension MountTests {
             #expect(try String(contentsOfFile: second.path(expected[1]), encoding: .utf8) == (movesAFolder ? "inside\n" : "the file\n"))
         }
 
+        /// rclone's convention for symlinks on a remote that has none (DECISIONS 264), as WebDAV has it.
+        @Test(
+            "with --links a symlink is the object NAME.rclonelink holding its target, as rclone keeps it; without, an ordinary file"
+        )
+        func symlinksAsLinkObjects() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket(
+                "links", on: server, files: ["theirs.rclonelink": "../elsewhere/target.txt", "plain.txt": "plain\n"])
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            var mount = try await TestMount.start(
+                remote: "s3://\(bucket)", in: scratch, options: Self.options(server) + ["--links"],
+                environment: Self.environment(server))
+            defer { mount.unmount() }
+            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["plain.txt", "theirs"])
+            #expect(try await Command(["readlink", mount.path("theirs")]).check().stdout == "../elsewhere/target.txt\n")
+            try await Command.bash(
+                "set -e; cd \"$1\"; ln -s some/where mine; mkdir dir; ln -s ../plain.txt dir/up", mount.mountpoint
+            ).check()
+            try await mount.sync()
+            #expect(try await server.get(bucket: bucket, key: "mine.rclonelink") == Data("some/where".utf8))
+            #expect(try await server.get(bucket: bucket, key: "dir/up.rclonelink") == Data("../plain.txt".utf8))
+            try await Command.bash("set -e; cd \"$1\"; mv mine renamed; rm theirs", mount.mountpoint).check()
+            try await mount.sync()
+            let keys = try await server.keys(bucket: bucket).sorted()
+            #expect(keys == ["dir/", "dir/up.rclonelink", "plain.txt", "renamed.rclonelink"], "\(keys)")
+            #expect(try await Command(["cat", mount.path("dir/up")]).check().stdout == "plain\n")
+            // A file name that would read back as a link is refused.
+            let refused = await Command(["touch", mount.path("file.rclonelink")]).run()
+            #expect(!refused.succeeded, "\(refused)")
+
+            // rclone restores the links on a disk.
+            var copy = Command(
+                ["rclone", "copy", "--links", "--config", "/dev/null", "rgw:\(bucket)", scratch.path + "/rclone-copy"])
+            copy.environment = [
+                "RCLONE_CONFIG_RGW_TYPE": "s3", "RCLONE_CONFIG_RGW_PROVIDER": "Ceph",
+                "RCLONE_CONFIG_RGW_ENDPOINT": server.endpoint.absoluteString,
+                "RCLONE_CONFIG_RGW_ACCESS_KEY_ID": server.accessKey,
+                "RCLONE_CONFIG_RGW_SECRET_ACCESS_KEY": server.secretKey,
+                // rclone's AWS SDK refuses a custom bundle with rclone's own transport.
+                "AWS_CA_BUNDLE": "",
+            ]
+            try await copy.check()
+            #expect(
+                try FileManager.default.destinationOfSymbolicLink(atPath: scratch.path + "/rclone-copy/renamed")
+                    == "some/where")
+
+            // Without --links they are files.
+            mount.unmount()
+            mount = try await TestMount.start(
+                remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.path + "/plain-cache",
+                options: Self.options(server), environment: Self.environment(server))
+            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "plain.txt", "renamed.rclonelink"])
+            #expect(try await Command(["cat", mount.path("renamed.rclonelink")]).check().stdout == "some/where")
+        }
+
         @Test("two mounts of one bucket (two cache folders) editing the same file keep both versions")
         func twoMountsEditingOneFile() async throws {
             let server = try await S3TestServer.shared()
