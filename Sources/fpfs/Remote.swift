@@ -232,6 +232,7 @@ struct Remote: Sendable {
         if let size = options.partSize { configuration.partSize = Int64(size) }
         configuration.partsInFlight = options.partsInFlight
         configuration.symlinksAsMarkerFiles = links
+        configuration.caBundle = found.caBundle
         return configuration
     }
 

@@ -7,11 +7,13 @@ extension MountTests {
     /// (TestServers.S3TestServer), one bucket per test, the objects checked on the server itself.
     @Suite("S3 remotes")
     struct S3MountTests {
-        /// The mount's environment: the keys, as every AWS tool takes them.
+        /// The mount's environment: the keys, as every AWS tool takes them, and no CA bundle of
+        /// the machine's.
         static func environment(_ server: S3TestServer, secret: String? = nil) -> [String: String] {
             [
                 "AWS_ACCESS_KEY_ID": server.accessKey, "AWS_SECRET_ACCESS_KEY": secret ?? server.secretKey,
                 "AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+                "AWS_CA_BUNDLE": "",
             ]
         }
 
@@ -30,7 +32,7 @@ extension MountTests {
         /// Runs `body` with a mount of `bucket` at `endpoint` (the server's by default) and the
         /// scratch folder it uses, unmounted and removed after.
         static func withMount(
-            _ bucket: String, on server: S3TestServer, endpoint: URL? = nil,
+            _ bucket: String, on server: S3TestServer, endpoint: URL? = nil, environment: [String: String] = [:],
             _ body: (TestMount, Scratch) async throws -> Void
         ) async throws {
             let scratch = try Scratch()
@@ -38,7 +40,7 @@ extension MountTests {
             let mount = try await TestMount.start(
                 remote: "s3://\(bucket)", in: scratch,
                 options: ["--s3-endpoint", (endpoint ?? server.endpoint).absoluteString, "--poll-interval", "0"],
-                environment: Self.environment(server))
+                environment: Self.environment(server).merging(environment) { $1 })
             defer { mount.unmount() }
             try await body(mount, scratch)
         }
@@ -247,6 +249,42 @@ extension MountTests {
                 options: Self.options(server), environment: Self.environment(server))
             #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "plain.txt", "renamed.rclonelink"])
             #expect(try await Command(["cat", mount.path("renamed.rclonelink")]).check().stdout == "some/where")
+        }
+
+        /// RGW serves TLS with a certificate of a test CA (scripts/lib/ceph-rgw.sh; DECISIONS 265).
+        @Test(
+            "https: an untrusted certificate fails the mount with one line saying what to do; AWS_CA_BUNDLE or the profile's ca_bundle trusts the test CA"
+        )
+        func httpsWithACABundle() async throws {
+            let server = try await S3TestServer.shared()
+            let bucket = try await Self.bucket("https", on: server, files: ["a.txt": "over tls\n"])
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let refused = try await Self.refusedMount(
+                bucket, endpoint: server.httpsEndpoint, environment: Self.environment(server), in: scratch)
+            #expect(
+                refused.status != 0 && refused.stderr.contains("certificate is not trusted")
+                    && refused.stderr.contains("AWS_CA_BUNDLE"), "\(refused)")
+            #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused)")
+            #expect(refused.duration < .seconds(5), "retried a certificate: \(refused)")
+
+            let home = scratch.path + "/home"
+            try FileManager.default.createDirectory(atPath: home + "/.aws", withIntermediateDirectories: true)
+            try "[default]\nca_bundle = \(server.certificateAuthority)\n".write(
+                toFile: home + "/.aws/config", atomically: true, encoding: .utf8)
+            for environment in [
+                ["AWS_CA_BUNDLE": server.certificateAuthority],
+                ["HOME": home, "AWS_CONFIG_FILE": home + "/.aws/config"],
+            ] {
+                try await Self.withMount(bucket, on: server, endpoint: server.httpsEndpoint, environment: environment) {
+                    mount, _ in
+                    #expect(try await Command(["cat", mount.path("a.txt")]).check().stdout == "over tls\n")
+                    try await Command.bash("echo written > \"$1\"", mount.path("b.txt")).check()
+                    try await mount.sync()
+                    #expect(try await server.get(bucket: bucket, key: "b.txt") == Data("written\n".utf8))
+                    _ = try await server.request("DELETE", "/\(bucket)/b.txt")
+                }
+            }
         }
 
         @Test("two mounts of one bucket (two cache folders) editing the same file keep both versions")
