@@ -154,7 +154,9 @@ final class S3Client: Sendable {
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 // Sending again cannot make a certificate trusted.
-                if let reason = Self.untrustedCertificate(error) { throw ProviderError.serverUnreachable(reason: reason) }
+                if let reason = Self.untrustedCertificate(error) {
+                    throw ProviderError.serverUnreachable(reason: reason)
+                }
                 guard request.isIdempotent, attempt < configuration.retries else {
                     throw ProviderError.serverUnreachable(
                         reason: RefusedConnection.reason(for: error, authority: host) ?? "\(origin): \(error)")

@@ -187,12 +187,15 @@ extension MountTests {
             }
             defer { second.unmount() }
             try await second.sync()
-            let found = try await Command.bash("cd \"$1\" && find . -mindepth 1 -type f | sort", second.mountpoint).check()
+            let found = try await Command.bash("cd \"$1\" && find . -mindepth 1 -type f | sort", second.mountpoint)
+                .check()
             #expect(found.lines == expected.map { "./" + $0 }, "the mount holds \(found.lines): \(second.logTail())")
             let keys = try await server.keys(bucket: bucket).sorted()
             #expect(keys == expected, "the bucket holds \(keys): \(second.logTail())")
-            #expect(try String(contentsOfFile: second.path(expected[0]), encoding: .utf8) == (movesAFolder ? "the file\n" : "inside\n"))
-            #expect(try String(contentsOfFile: second.path(expected[1]), encoding: .utf8) == (movesAFolder ? "inside\n" : "the file\n"))
+            let contents = movesAFolder ? ["the file\n", "inside\n"] : ["inside\n", "the file\n"]
+            for (name, content) in zip(expected, contents) {
+                #expect(try String(contentsOfFile: second.path(name), encoding: .utf8) == content)
+            }
         }
 
         /// rclone's convention for symlinks on a remote that has none (DECISIONS 264), as WebDAV has it.
@@ -210,7 +213,8 @@ extension MountTests {
                 environment: Self.environment(server))
             defer { mount.unmount() }
             #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["plain.txt", "theirs"])
-            #expect(try await Command(["readlink", mount.path("theirs")]).check().stdout == "../elsewhere/target.txt\n")
+            let read = try await Command(["readlink", mount.path("theirs")]).check()
+            #expect(read.stdout == "../elsewhere/target.txt\n")
             try await Command.bash(
                 "set -e; cd \"$1\"; ln -s some/where mine; mkdir dir; ln -s ../plain.txt dir/up", mount.mountpoint
             ).check()
@@ -247,7 +251,8 @@ extension MountTests {
             mount = try await TestMount.start(
                 remote: "s3://\(bucket)", mountpoint: scratch.mountpoint, cacheDir: scratch.path + "/plain-cache",
                 options: Self.options(server), environment: Self.environment(server))
-            #expect(try await Command(["ls", mount.mountpoint]).check().lines == ["dir", "plain.txt", "renamed.rclonelink"])
+            let plain = try await Command(["ls", mount.mountpoint]).check()
+            #expect(plain.lines == ["dir", "plain.txt", "renamed.rclonelink"])
             #expect(try await Command(["cat", mount.path("renamed.rclonelink")]).check().stdout == "some/where")
         }
 
