@@ -44,7 +44,8 @@ import Testing
         #expect(work.endpoint == "http://127.0.0.1:9000")
         #expect(work.caBundle == "/etc/work-ca.pem")
         // AWS_CA_BUNDLE comes first; empty, it is not set.
-        let bundled = S3Credentials.find(environment: ["AWS_PROFILE": "work", "AWS_CA_BUNDLE": "/ca.pem"], home: home.path)
+        let bundled = S3Credentials.find(
+            environment: ["AWS_PROFILE": "work", "AWS_CA_BUNDLE": "/ca.pem"], home: home.path)
         #expect(bundled.caBundle == "/ca.pem")
         #expect(S3Credentials.find(environment: ["AWS_CA_BUNDLE": ""], home: home.path).caBundle == nil)
         let plain = S3Credentials.find(environment: [:], home: home.path)
