@@ -20,6 +20,12 @@ public protocol ContentSink: Sendable {
         _ bytes: some ContiguousBytes & Sendable, at offset: UInt64,
         resume: @escaping @Sendable ((any Error)?) -> Void
     ) throws -> Bool
+
+    /// Tells the engine the item as the answer carrying the contents describes it, before the
+    /// first byte: a remote whose reads bring metadata its listings lack (S3's `x-amz-meta-*`)
+    /// then shows it from that read on, without a request of its own (DECISIONS 263). The engine
+    /// takes it for the version being fetched only.
+    func describe(_ item: Item) async
 }
 
 extension ContentSink {
@@ -38,4 +44,7 @@ extension ContentSink {
         }
         return false
     }
+
+    /// A sink that takes no description ignores it.
+    public func describe(_ item: Item) async {}
 }

@@ -27,4 +27,6 @@ final class ShortContentSink: ContentSink {
         }
         if allowed > 0 { try await inner.write(copy[..<allowed], at: offset) }
     }
+
+    func describe(_ item: Item) async { await inner.describe(item) }
 }

@@ -85,6 +85,13 @@ final class S3Client: Sendable {
                 read: .nanoseconds(Int64(configuration.readTimeout.components.seconds) * 1_000_000_000)),
             connectionPool: pool)
         settings.httpVersion = .http1Only
+        if scheme == "https", let bundle = configuration.caBundle {
+            guard FileManager.default.isReadableFile(atPath: bundle) else {
+                throw ProviderError.cannotSynchronize(
+                    reason: "cannot read the CA bundle \(bundle) (AWS_CA_BUNDLE or the profile's ca_bundle)")
+            }
+            settings.tlsConfiguration?.trustRoots = .file(bundle)
+        }
         http = HTTPClient(eventLoopGroup: Self.eventLoops, configuration: settings)
     }
 
@@ -146,6 +153,10 @@ final class S3Client: Sendable {
                 _ = try? await response.body.collect(upTo: 1 << 20)
             } catch {
                 if Task.isCancelled { throw CancellationError() }
+                // Sending again cannot make a certificate trusted.
+                if let reason = Self.untrustedCertificate(error) {
+                    throw ProviderError.serverUnreachable(reason: reason)
+                }
                 guard request.isIdempotent, attempt < configuration.retries else {
                     throw ProviderError.serverUnreachable(
                         reason: RefusedConnection.reason(for: error, authority: host) ?? "\(origin): \(error)")
@@ -157,6 +168,14 @@ final class S3Client: Sendable {
             let pause = 200 * (1 << (2 * (attempt - 1)))
             try await Task.sleep(for: .milliseconds(Int.random(in: (pause / 2)...pause)))
         }
+    }
+
+    /// What to tell the user when `error` is a TLS handshake that refused the server's certificate
+    /// (BoringSSL's `CERTIFICATE_VERIFY_FAILED`, however the client wraps it); nil otherwise.
+    static func untrustedCertificate(_ error: any Error) -> String? {
+        guard "\(error)".contains("CERTIFICATE_VERIFY_FAILED") else { return nil }
+        return "the server's certificate is not trusted (CERTIFICATE_VERIFY_FAILED): "
+            + "give the CA that signed it in AWS_CA_BUNDLE or the profile's ca_bundle"
     }
 
     /// Sends a request and reads its answer whole (up to `limit` bytes).

@@ -20,11 +20,13 @@ public struct S3Credentials: Sendable, CustomStringConvertible {
     /// `AWS_PROFILE` (or `default`) of `AWS_SHARED_CREDENTIALS_FILE` (or ~/.aws/credentials) and
     /// of `AWS_CONFIG_FILE` (or ~/.aws/config, where it is `[profile NAME]`). The region comes from
     /// `AWS_REGION`, `AWS_DEFAULT_REGION`, then the profile; the endpoint from `AWS_ENDPOINT_URL_S3`,
-    /// `AWS_ENDPOINT_URL`, then the profile's `endpoint_url`. Blocks briefly (reads two small files).
+    /// `AWS_ENDPOINT_URL`, then the profile's `endpoint_url`; the CA bundle from `AWS_CA_BUNDLE`,
+    /// then the profile's `ca_bundle`. Blocks briefly (reads two small files).
     public struct Found: Sendable {
         public var credentials: S3Credentials?
         public var region: String?
         public var endpoint: String?
+        public var caBundle: String?
     }
 
     public static func find(environment: [String: String], home: String) -> Found {
@@ -51,6 +53,7 @@ public struct S3Credentials: Sendable, CustomStringConvertible {
         found.endpoint =
             environment["AWS_ENDPOINT_URL_S3"].flatMap(nonEmpty) ?? environment["AWS_ENDPOINT_URL"].flatMap(nonEmpty)
             ?? profileValue("endpoint_url")
+        found.caBundle = environment["AWS_CA_BUNDLE"].flatMap(nonEmpty) ?? profileValue("ca_bundle")
         return found
     }
 

@@ -20,7 +20,7 @@ struct S3FolderEnumerator: ItemEnumerator {
         let listed = try await provider.listPage(
             of: folder, token: token, maximumKeys: min(max(suggestedPageSize, 1), 1000), flat: false)
         if page.isInitial, !folder.isRoot, listed.keyCount == 0 { throw ProviderError.noSuchItem(folder.identifier) }
-        let items = listed.items(in: folder).map(provider.metadata.applied)
+        let items = try await provider.linked(listed.items(in: folder).map(provider.metadata.applied))
         provider.history.noteHandedOut(items.map(\.identifier))
         let next = try listed.nextToken.map { token in
             do { return try EnumerationPage(Self.pageTag + token) } catch {

@@ -34,6 +34,12 @@ extension S3Provider {
         /// Objects larger than this are copied (renamed, given new metadata) part by part
         /// (`UploadPartCopy`): `CopyObject` takes at most 5 GiB.
         public var multipartCopyThreshold: Int64 = 5 << 30
+        /// A file of PEM certificates trusted for `https` instead of the system's CA store
+        /// (`AWS_CA_BUNDLE`, the profile's `ca_bundle`); nil: the system's.
+        public var caBundle: String?
+        /// Symlinks are kept as `NAME.rclonelink` objects holding the target (`--links`,
+        /// `LinkMarker`); without, such objects are files.
+        public var symlinksAsMarkerFiles = false
 
         public init(
             endpoint: URL, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = true,

@@ -68,7 +68,10 @@ extension S3Provider {
         if let version, item.version.content != version.content {
             throw ProviderError.cannotSynchronize(reason: "\(what): the server sent another version than asked for")
         }
-        item = await metadata.learn(S3ObjectMetadata(headers: response.headers), of: item)
+        let said = S3ObjectMetadata(headers: response.headers)
+        item = await metadata.learn(said, of: item)
+        // Without user metadata the answer says nothing a listing did not.
+        if !said.isEmpty { await sink.describe(item) }
         let received: Range<UInt64>
         if response.status.code == 206 {
             guard let range, let said = response.headers.first(name: "content-range").flatMap(Self.contentRange),

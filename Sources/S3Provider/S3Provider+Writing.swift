@@ -12,7 +12,10 @@ extension S3Provider {
         let created: Item
         switch template.kind {
         case .symlink:
-            throw ProviderError.featureUnsupported
+            guard features.contains(.symlinks), let target = template.symlinkTarget else {
+                throw ProviderError.featureUnsupported
+            }
+            created = try await createLink(template, target: target, in: parent, options: options)
         case .directory:
             let path = S3Path(name: template.filename, in: parent, isFolder: true)
             if let file = try await occupant(named: template.filename, in: parent), file != path.identifier {
@@ -57,8 +60,14 @@ extension S3Provider {
         let source = S3Path(item.identifier)
         guard !source.isRoot else { throw ProviderError.cannotSynchronize(reason: "the root cannot be changed") }
         let moves = !changedFields.isDisjoint(with: [.filename, .parentIdentifier])
+        let isLink = item.kind == .symlink
+        // POSIX cannot change a link's target in place: the engine deletes and creates.
+        if isLink, changedFields.contains(.symlinkTarget) { throw ProviderError.featureUnsupported }
         let newParent = changedFields.contains(.parentIdentifier) ? S3Path(item.parentIdentifier) : source.parent
-        let newName = changedFields.contains(.filename) ? item.filename : source.name
+        // A link lives in its marker object (`--links`).
+        let newName =
+            !changedFields.contains(.filename)
+            ? source.name : isLink ? LinkMarker.markerName(ofLink: item.filename) : item.filename
         try newName.validate()
         let target = S3Path(name: newName, in: newParent, isFolder: source.isFolder)
         let modified: Item
@@ -70,22 +79,32 @@ extension S3Provider {
         } else {
             let writes = changedFields.contains(.contents)
             if moves, target != source {
-                if let taken = try await occupant(named: newName, in: newParent) {
-                    throw ProviderError.filenameCollision(existing: taken)
+                let taken = try await occupant(named: newName, in: newParent)
+                var copied = false
+                if options.contains(.mayAlreadyExist), !writes, taken == target.identifier {
+                    copied = try await isCopy(at: target, of: baseVersion)
                 }
+                if let taken, !copied { throw ProviderError.filenameCollision(existing: taken) }
                 if writes {
                     try await requireVersion(baseVersion, of: source)
                     try await put(
                         try await body(of: contents), at: target, precondition: ("If-None-Match", "*"), metadata: item)
                 } else {
-                    try await copy(source, to: target, ifMatching: baseVersion, size: item.size)
+                    if !copied { try await copy(source, to: target, ifMatching: baseVersion, size: item.size) }
                     await metadata.move(source, to: target)
                     // A copy keeps the old metadata; a chmod or touch journalled with the move goes after.
                     if !changedFields.isDisjoint(with: Self.metadataFields) {
                         try await replaceMetadata(of: target, with: item)
                     }
                 }
-                try await delete(source)
+                if copied {
+                    // Gone already, or still the version copied: anything else was written since.
+                    if let left = try? await head(source), left.version.content == baseVersion.content {
+                        try await delete(source)
+                    }
+                } else {
+                    try await delete(source)
+                }
             } else if writes {
                 do {
                     if writesAreConditional.withLock({ $0 }) != true {
@@ -103,7 +122,8 @@ extension S3Provider {
             } else if !changedFields.isDisjoint(with: Self.metadataFields) {
                 try await replaceMetadata(of: source, with: item)
             }
-            modified = try await head(target)
+            let file = try await head(target)
+            modified = isLink ? (link(file, target: item.symlinkTarget ?? []) ?? file) : file
         }
         history.noteHandedOut([modified.identifier])
         return modified
@@ -134,6 +154,28 @@ extension S3Provider {
     }
 
     // MARK: Pieces
+
+    /// A symlink made with `--links`: the object `NAME.rclonelink` holding the target. A replay
+    /// (`mayAlreadyExist`) takes a marker already there with the same target as its own.
+    private func createLink(_ template: Item, target: [UInt8], in parent: S3Path, options: CreateItemOptions)
+        async throws -> Item
+    {
+        let path = S3Path(name: LinkMarker.markerName(ofLink: template.filename), in: parent, isFolder: false)
+        if let taken = try await occupant(named: path.name, in: parent) {
+            if options.contains(.mayAlreadyExist), taken == path.identifier {
+                let existing = try await linked(try await head(path))
+                if existing.kind == .symlink, existing.symlinkTarget == target { return existing }
+            }
+            throw ProviderError.filenameCollision(existing: taken)
+        }
+        do {
+            try await put(.bytes(target), at: path, precondition: ("If-None-Match", "*"), metadata: template)
+        } catch ProviderError.versionNoLongerAvailable {
+            throw ProviderError.filenameCollision(existing: path.identifier)
+        }
+        let file = try await head(path)
+        return link(file, target: target) ?? file
+    }
 
     /// What a `PUT` sends for a file's contents (nothing for none).
     private func body(of contents: URL?) async throws -> S3Client.Body {
@@ -252,6 +294,17 @@ extension S3Provider {
         }
     }
 
+    /// Whether the file at `target` is the copy a rename from a file of `version` made: a replay of
+    /// a rename whose `CopyObject` (and maybe its `DeleteObject`) the server took before the daemon
+    /// stopped finds its own copy there, which is no collision (DECISIONS 266). A copy keeps the
+    /// ETag of an object that went up in one part; the copy of a multipart object may not, and
+    /// such a replay stays a collision.
+    private func isCopy(at target: S3Path, of version: ItemVersion) async throws -> Bool {
+        do { return try await head(target).version.content == version.content } catch ProviderError.noSuchItem {
+            return false
+        }
+    }
+
     /// Throws `conflict` unless the file at `path` is still of `version` (`noSuchItem` when gone).
     private func requireVersion(_ version: ItemVersion, of path: S3Path) async throws {
         let current = try await head(path)
@@ -291,6 +344,7 @@ extension S3Provider {
         guard [200, 204, 404].contains(answer.status.code) else {
             throw client.error(for: answer, doing: "DELETE \(path)", identifier: path.identifier)
         }
+        linkTargets.withLock { $0[path] = nil }
         await metadata.forget(path)
     }
 

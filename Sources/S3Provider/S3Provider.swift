@@ -27,13 +27,20 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
     let writesAreConditional = Mutex<Bool?>(nil)
     /// Whether what a kill -9 left (multipart uploads, folder moves) was cleaned up: once per mount.
     private let leftoversCleaned = Mutex(false)
+    /// With `--links`, the targets of the marker objects read so far, by path, with their ETag: a
+    /// change round lists every marker, and only a new or changed one is fetched.
+    let linkTargets = Mutex<[S3Path: LinkTarget]>([:])
 
-    /// Objects hold no symlinks (no convention is shared by the tools) and buckets have no trash.
-    public var features: ProviderFeatures { [] }
+    /// Symlinks with `--links`, as rclone keeps them (`LinkMarker`); buckets have no trash.
+    public var features: ProviderFeatures { client.configuration.symlinksAsMarkerFiles ? [.symlinks] : [] }
 
-    /// S3 keys are UTF-8 text of at most 1024 bytes.
+    /// S3 keys are UTF-8 text of at most 1024 bytes. With `--links`, a file named *.rclonelink
+    /// would read back as a link.
     public func reasonItCannotHold(name: Filename, in parent: ItemIdentifier) -> String? {
         guard name.utf8String != nil else { return "an S3 key is UTF-8 text" }
+        if client.configuration.symlinksAsMarkerFiles, LinkMarker.linkName(ofMarker: name) != nil {
+            return "with --links, an object named *.rclonelink is a symlink"
+        }
         let parentKey = keyPrefix + (parent == .rootContainer ? "" : parent.rawValue)
         if parentKey.utf8.count + name.bytes.count + 1 > 1024 { return "an S3 key holds at most 1024 bytes" }
         return nil
@@ -89,7 +96,7 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
             guard try await folderExists(path) else { throw ProviderError.noSuchItem(identifier) }
             return path.folderItem
         }
-        return try await head(path)
+        return try await linked(try await head(path))
     }
 
     public func enumerator(for container: ItemIdentifier) async throws -> any ItemEnumerator {
@@ -163,7 +170,7 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
             keys += page.objects
             token = page.nextToken
         } while token != nil
-        return S3Path.tree(of: keys).map(metadata.applied)
+        return try await linked(S3Path.tree(of: keys).map(metadata.applied))
     }
 }
 

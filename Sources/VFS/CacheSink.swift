@@ -54,10 +54,17 @@ final class CacheSink: ContentSink {
     private typealias Waiter = @Sendable ((any Error)?) -> Void
     private let state = Mutex(State())
 
-    /// A sink for a fetch of `range` of `content`.
-    init(content: CachedContent, range: Range<UInt64>, progress: ProgressMark, statistics: Statistics, download: UInt64)
-    {
+    /// Takes what the provider's answer says of the item (`describe`).
+    private let described: @Sendable (Item) async -> Void
+
+    /// A sink for a fetch of `range` of `content`; what the provider says of the item goes to
+    /// `described`.
+    init(
+        content: CachedContent, range: Range<UInt64>, progress: ProgressMark, statistics: Statistics, download: UInt64,
+        described: @escaping @Sendable (Item) async -> Void
+    ) {
         self.content = content
+        self.described = described
         self.progress = progress
         self.statistics = statistics
         self.download = download
@@ -73,6 +80,8 @@ final class CacheSink: ContentSink {
     /// Ends the fetch: from now on writes are refused and make nothing present, even from a
     /// provider that ignored cancellation and is still running.
     func close() { state.withLock { $0.isClosed = true } }
+
+    func describe(_ item: Item) async { await described(item) }
 
     func write(_ bytes: some ContiguousBytes & Sendable, at offset: UInt64) async throws {
         try Task.checkCancellation()

@@ -281,6 +281,30 @@ final class ChangeReplicator: Sendable {
         }
     }
 
+    /// Takes what the answer of a read said of the file it fetched (`ContentSink.describe`,
+    /// DECISIONS 263) as a round that listed it would, for the version being read and the place
+    /// the store knows: its time, mode and attributes show from that read on. The store and the
+    /// kept records change before the fetch goes on; the kernel hears of it from a task of its
+    /// own, since the read that waits for this fetch may hold what a notification needs.
+    func applyFetched(_ item: Item) async {
+        do {
+            guard let record = try await store.record(identifier: item.identifier), record.item.kind == item.kind,
+                record.item.version.content == item.version.content,
+                record.item.parentIdentifier == item.parentIdentifier, record.item.filename == item.filename
+            else { return }
+            // A round forgets an item of a folder never listed; a read must not.
+            if item.parentIdentifier != .rootContainer,
+                try await store.listingState(of: item.parentIdentifier) == .unlisted
+            {
+                return
+            }
+            var sweep = RoundSweep(mark: nil)
+            _ = try await apply(updated: [item], deleted: [], sweep: &sweep, tellingKernelLater: true)
+        } catch {
+            logger.warning("cannot take what the read of \(item.filename) said of it: \(error)")
+        }
+    }
+
     /// Asks the remote for each of `identifiers` and applies its answer: the item as it is now, or
     /// its deletion. For the items a round left alone because an upload of ours ended after its
     /// mark: that round's answer cannot be trusted for them, and the next round may not report
@@ -301,10 +325,12 @@ final class ChangeReplicator: Sendable {
         return try await apply(updated: updated, deleted: deleted, sweep: &sweep)
     }
 
-    /// Applies one batch to the store, then to the caches and the kernel; returns how many items
-    /// changed in the mount. With a sweep, items uploads changed since its mark are left alone
-    /// and added to it.
-    private func apply(updated: [Item], deleted: [ItemIdentifier], sweep: inout RoundSweep) async throws -> Int {
+    /// Applies one batch to the store, then to the caches and the kernel (from a task of its own
+    /// when `tellingKernelLater`); returns how many items changed in the mount. With a sweep,
+    /// items uploads changed since its mark are left alone and added to it.
+    private func apply(
+        updated: [Item], deleted: [ItemIdentifier], sweep: inout RoundSweep, tellingKernelLater: Bool = false
+    ) async throws -> Int {
         let updated = updated.filter { item in
             guard let reason = item.unshowableReason else { return true }
             logger.warning("skipping the remote's change of \(item.filename): \(reason)")
@@ -336,14 +362,26 @@ final class ChangeReplicator: Sendable {
         if outcome.keptLocal > 0 { wakeUploader() }
         lister.forget(outcome.added.filter { $0.item.kind == .directory }.map(\.identifier))
         try await lister.markStale(outcome.foldersToList)
-        await tellKernel(outcome)
+        if tellingKernelLater {
+            let held = refreshHeld(outcome)
+            Task { await self.tellKernel(outcome, held: held) }
+        } else {
+            await tellKernel(outcome, held: refreshHeld(outcome))
+        }
         return outcome.updated.count + outcome.added.count + outcome.removed.count
     }
 
+    /// Gives the updated records to the inodes the kernel holds (`NodeTable.refresh`); returns
+    /// those inodes.
+    private func refreshHeld(_ outcome: RemoteChangeOutcome) -> Set<UInt64> {
+        Set(outcome.updated.filter { nodes.refresh($0.after, replacing: $0.before) }.map(\.after.inode))
+    }
+
     /// Invalidates what the kernel may cache of the changed items: names in the folders it holds,
-    /// and attributes and pages of the inodes it holds. An open handle keeps reading the version it
-    /// opened (its record and cached content), whatever the kernel drops.
-    private func tellKernel(_ outcome: RemoteChangeOutcome) async {
+    /// and attributes and pages of the `held` inodes (only attributes for a file whose bytes stayed
+    /// the same version). An open handle keeps reading the version it opened (its record and
+    /// cached content), whatever the kernel drops.
+    private func tellKernel(_ outcome: RemoteChangeOutcome, held: Set<UInt64>) async {
         var inodes: [ItemIdentifier: UInt64] = [.rootContainer: InodeNumber.root.rawValue]
         for record in outcome.removed + outcome.added + outcome.updated.map(\.after) {
             inodes[record.identifier] = record.inode
@@ -356,7 +394,6 @@ final class ChangeReplicator: Sendable {
         }
         for update in outcome.updated {
             let (before, after) = (update.before.item, update.after.item)
-            let held = nodes.refresh(update.after, replacing: update.before)
             if before.parentIdentifier != after.parentIdentifier || before.filename != after.filename {
                 if let parent = await heldFolder(before.parentIdentifier) {
                     await kernel.invalidateEntry(parent: parent, name: before.filename.bytes)
@@ -365,7 +402,12 @@ final class ChangeReplicator: Sendable {
                     await kernel.invalidateEntry(parent: parent, name: after.filename.bytes)
                 }
             }
-            if held { await kernel.invalidateContent(of: InodeNumber(update.after.inode)) }
+            guard held.contains(update.after.inode) else { continue }
+            if after.kind == .file, before.version.content == after.version.content {
+                await kernel.invalidateAttributes(of: InodeNumber(update.after.inode))
+            } else {
+                await kernel.invalidateContent(of: InodeNumber(update.after.inode))
+            }
         }
         for record in outcome.added {
             if let parent = await heldFolder(record.item.parentIdentifier) {

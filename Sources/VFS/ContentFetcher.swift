@@ -29,6 +29,9 @@ final class ContentFetcher: Sendable {
 
     /// The wait of every commit: hurried by `settleCommits`, closed by `drain` (DECISIONS 123, 143).
     private let commitWindow = CommitWindow(length: .milliseconds(500), byteLimit: 8 << 20)
+    /// Takes what a read's answer said of the item it fetches (`ContentSink.describe`): set once
+    /// the change replicator exists.
+    let describedItem = Mutex<(@Sendable (Item) async -> Void)?>(nil)
     /// Guards the running fetch tasks, by cache file and claim.
     private let running = Mutex<[ClaimKey: RunningFetch]>([:])
 
@@ -272,8 +275,12 @@ final class ContentFetcher: Sendable {
     {
         let download = statistics.fetchStarted(name: name, range: claim.range, of: content)
         let progress = ProgressMark()
+        let described = describedItem.withLock { $0 }
         let sink = CacheSink(
-            content: content, range: claim.range, progress: progress, statistics: statistics, download: download)
+            content: content, range: claim.range, progress: progress, statistics: statistics, download: download
+        ) { item in
+            if item.version.content == content.contentVersion { await described?(item) }
+        }
         let identifier = content.identifier
         defer { sink.close() }
         do {

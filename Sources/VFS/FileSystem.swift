@@ -145,6 +145,7 @@ public final class FileSystem: FileSystemOperations {
         uploader.remoteState.withLock {
             $0 = { [weak replicator] in try await replicator?.applyRemoteState(of: $0, knownDeleted: $1) }
         }
+        fetcher.describedItem.withLock { $0 = { [weak replicator] in await replicator?.applyFetched($0) } }
         let openFiles = HandleTable<OpenFile>()
         self.openFiles = openFiles
         self.evictor = CacheEvictor(

@@ -26,6 +26,15 @@ final class KernelCache: Sendable {
         }
     }
 
+    /// Drops the cached attributes of `inode`, and none of its pages: what `stat` shows changed, the
+    /// bytes did not. Unlike a drop of pages, this never waits for a read of the inode.
+    func invalidateAttributes(of inode: InodeNumber) async {
+        guard let notifier = notifier.withLock({ $0 }) else { return }
+        do { try await notifier.invalidateInode(inode, offset: -1) } catch {
+            logger.warning("could not invalidate the kernel's attributes of inode \(inode.rawValue): \(error)")
+        }
+    }
+
     /// Tells the kernel that `name` in `parent`, which was `child`, is gone.
     func notifyDelete(parent: InodeNumber, child: InodeNumber, name: [UInt8]) async {
         guard let notifier = notifier.withLock({ $0 }) else { return }

@@ -163,7 +163,7 @@ extension WebDAVProvider {
     /// Where an item named `name` of `kind` lives on the server in the folder `parent`: a link
     /// (`--links`) lives in its marker file.
     private func serverPath(of name: Filename, kind: ItemKind, in parent: ItemIdentifier) throws -> RemotePath {
-        let stored = kind == .symlink ? Self.markerName(ofLink: name) : name
+        let stored = kind == .symlink ? LinkMarker.markerName(ofLink: name) : name
         guard let path = RemotePath.decode(Substring(try path(of: parent).appending(stored).encoded)) else {
             throw ProviderError.cannotSynchronize(reason: "'\(name)' cannot be a name on the server")
         }

@@ -45,7 +45,7 @@ public final class WebDAVProvider: FileProvider, PartialContentFetching, Feature
         if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             return "a WebDAV server cannot list names with control characters"
         }
-        if client.configuration.symlinksAsMarkerFiles, Self.linkName(ofMarker: name) != nil {
+        if client.configuration.symlinksAsMarkerFiles, LinkMarker.linkName(ofMarker: name) != nil {
             return "with --links, a file named *.rclonelink on the server is a symlink"
         }
         return nil

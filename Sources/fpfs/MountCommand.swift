@@ -98,7 +98,7 @@ struct MountCommand: AsyncParsableCommand {
     @Option(help: "S3: the size of each part (at least 5MiB; default 16MiB, raised to stay within 10,000 parts).")
     var s3PartSize: String?
 
-    @Flag(help: "On WebDAV, keep symlinks as NAME.rclonelink files holding the target (as rclone does).")
+    @Flag(help: "On WebDAV and S3, keep symlinks as NAME.rclonelink files holding the target (as rclone does).")
     var links = false
 
     @Option(

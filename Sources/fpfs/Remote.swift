@@ -173,8 +173,8 @@ struct Remote: Sendable {
 
     /// A provider for this remote, keeping its own state in `stateDirectory` and keeping up to
     /// `connections` requests in flight; for a folder that is missing, a `ReconnectingProvider`
-    /// that makes it once the folder is there. With `links`, a WebDAV remote keeps symlinks as
-    /// marker files (a folder holds them anyway).
+    /// that makes it once the folder is there. With `links`, a WebDAV or S3 remote keeps symlinks
+    /// as marker files (a folder holds them anyway).
     func makeProvider(stateDirectory: URL, connections: Int, links: Bool) throws -> any FileProvider {
         switch kind {
         case .folder(let path, let delay, let bandwidth):
@@ -202,16 +202,17 @@ struct Remote: Sendable {
             return try S3Provider(
                 configuration: Self.s3Configuration(
                     bucket: bucket, prefix: prefix, options: options, secrets: secrets,
-                    stateDirectory: stateDirectory, connections: connections),
+                    stateDirectory: stateDirectory, connections: connections, links: links),
                 allowPlainHTTP: options.endpoint != nil)
         }
     }
 
     /// Where the bucket is and which keys sign for it, from the options, the environment and the
     /// AWS profile (see `S3Credentials.find`); `secrets` are the environment's taken out of it.
+    /// With `links`, symlinks are kept as marker objects.
     static func s3Configuration(
         bucket: String, prefix: String, options: S3Options, secrets: [String: String], stateDirectory: URL,
-        connections: Int
+        connections: Int, links: Bool
     ) throws -> S3Provider.Configuration {
         let found = s3Found(secrets: secrets)
         let region = options.region ?? found.region ?? "us-east-1"
@@ -230,6 +231,8 @@ struct Remote: Sendable {
         if let threshold = options.multipartThreshold { configuration.multipartThreshold = Int64(threshold) }
         if let size = options.partSize { configuration.partSize = Int64(size) }
         configuration.partsInFlight = options.partsInFlight
+        configuration.symlinksAsMarkerFiles = links
+        configuration.caBundle = found.caBundle
         return configuration
     }
 

@@ -32,7 +32,7 @@ extension MountTests {
                 first.path("edited.txt"), first.path("new.txt"), first.path("empty.txt")
             ).check()
             // Both changes are on the remote while their answers hang.
-            let second = try await Self.killOnceArrived(first, remote: remote, in: scratch) {
+            let second = try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) {
                 let edited = try? String(contentsOfFile: remote.folder + "/edited.txt", encoding: .utf8)
                 let new = try? String(contentsOfFile: remote.folder + "/new.txt", encoding: .utf8)
                 return edited == "the second version, here\n" && new == "a new file\n"
@@ -71,7 +71,7 @@ extension MountTests {
             try await Command.bash(
                 "cd \"$1\" && cat old.txt folder/inside.txt > /dev/null && mv \"$2\" \"$3\"", first.mountpoint, from, to
             ).check()
-            let second = try await Self.killOnceArrived(first, remote: remote, in: scratch) {
+            let second = try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) {
                 FileManager.default.fileExists(atPath: remote.folder + "/" + to)
             }
             defer { second.unmount() }
@@ -164,13 +164,14 @@ extension MountTests {
         }
 
         /// Waits until the remote holds what `arrived` looks for (the sends' answers hang), kills
-        /// the daemon with SIGKILL, clears its mount and mounts again on the same cache.
+        /// the daemon with SIGKILL, clears its mount and mounts again on the same cache with
+        /// `remount`.
         static func killOnceArrived(
-            _ first: TestMount, remote: WritableRemote, in scratch: Scratch, arrived: () throws -> Bool
+            _ first: TestMount, remount: () async throws -> TestMount, arrived: () async throws -> Bool
         ) async throws -> TestMount {
             var done = false
             for _ in 0..<200 where !done {
-                done = try arrived()
+                done = try await arrived()
                 if !done { try await Task.sleep(for: .milliseconds(100)) }
             }
             try #require(done, "the sends never reached the remote: \(first.logTail())")
@@ -178,7 +179,14 @@ extension MountTests {
             daemon.send(SIGKILL)
             #expect(await daemon.waitForExit(timeout: .seconds(10)), "the daemon survived SIGKILL")
             first.unmount()
-            return try await TestMount.start(remote: remote.argument, in: scratch, options: ["--poll-interval", "0"])
+            return try await remount()
         }
+    }
+}
+
+extension WritableRemote {
+    /// A mount of this remote on `scratch`'s cache folder, without change rounds.
+    func remount(in scratch: Scratch) -> () async throws -> TestMount {
+        { try await TestMount.start(remote: self.argument, in: scratch, options: ["--poll-interval", "0"]) }
     }
 }

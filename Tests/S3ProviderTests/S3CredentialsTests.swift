@@ -35,12 +35,19 @@ import Testing
         [profile work]
         region = ap-south-1
         endpoint_url = http://127.0.0.1:9000
+        ca_bundle = /etc/work-ca.pem
         """.write(to: home.appending(path: ".aws/config"), atomically: true, encoding: .utf8)
         let work = S3Credentials.find(environment: ["AWS_PROFILE": "work"], home: home.path)
         #expect(work.credentials?.accessKey == "WORKKEY")
         #expect(work.credentials?.secretKey == "WORK/SECRET=")
         #expect(work.region == "ap-south-1")
         #expect(work.endpoint == "http://127.0.0.1:9000")
+        #expect(work.caBundle == "/etc/work-ca.pem")
+        // AWS_CA_BUNDLE comes first; empty, it is not set.
+        let bundled = S3Credentials.find(
+            environment: ["AWS_PROFILE": "work", "AWS_CA_BUNDLE": "/ca.pem"], home: home.path)
+        #expect(bundled.caBundle == "/ca.pem")
+        #expect(S3Credentials.find(environment: ["AWS_CA_BUNDLE": ""], home: home.path).caBundle == nil)
         let plain = S3Credentials.find(environment: [:], home: home.path)
         #expect(plain.credentials?.accessKey == "DEFAULTKEY")
         #expect(plain.region == nil)

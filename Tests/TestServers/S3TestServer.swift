@@ -15,6 +15,10 @@ import Synchronization
 public final class S3TestServer: Sendable {
     /// The gateway, `http://127.0.0.1:PORT`.
     public let endpoint: URL
+    /// The gateway over TLS, `https://127.0.0.1:PORT`, with a certificate of a test CA.
+    public let httpsEndpoint: URL
+    /// That test CA's certificate (PEM), trusted by nothing on the system.
+    public let certificateAuthority: String
     /// The S3 user's keys, as scripts/lib/ceph-rgw.sh makes them (test-only values).
     public let accessKey = "fpfs-test-access-key"
     public let secretKey = "fpfs-test-secret-key-0123456789abcdef"
@@ -24,8 +28,10 @@ public final class S3TestServer: Sendable {
     let pid: pid_t
     let directory: URL
 
-    private init(endpoint: URL, pid: pid_t, directory: URL) {
+    private init(endpoint: URL, httpsEndpoint: URL, certificateAuthority: String, pid: pid_t, directory: URL) {
         self.endpoint = endpoint
+        self.httpsEndpoint = httpsEndpoint
+        self.certificateAuthority = certificateAuthority
         self.pid = pid
         self.directory = directory
     }
@@ -66,10 +72,15 @@ public final class S3TestServer: Sendable {
         let endpointFile = state.appending(path: "endpoint")
         let deadline = ContinuousClock.now + .seconds(90)
         while true {
+            // The https endpoint is written first.
             if let text = try? String(contentsOf: endpointFile, encoding: .utf8),
-                let endpoint = URL(string: text.trimmingCharacters(in: .whitespacesAndNewlines))
+                let endpoint = URL(string: text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                let tlsText = try? String(contentsOf: state.appending(path: "https-endpoint"), encoding: .utf8),
+                let httpsEndpoint = URL(string: tlsText.trimmingCharacters(in: .whitespacesAndNewlines))
             {
-                return S3TestServer(endpoint: endpoint, pid: pid, directory: directory)
+                return S3TestServer(
+                    endpoint: endpoint, httpsEndpoint: httpsEndpoint,
+                    certificateAuthority: state.appending(path: "tls/ca.pem").path, pid: pid, directory: directory)
             }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid || ContinuousClock.now > deadline {

@@ -6,8 +6,11 @@
 #
 # Every path (configuration, mon store, OSD, sockets, logs) lies in STATE_DIR, which must be empty
 # or missing. The OSD keeps objects in RAM (memstore): nothing is written to the shared disk but
-# the mon's store. Once the gateway answers and the S3 user exists, the script prints
-# `http://127.0.0.1:PORT` on stdout, writes it to STATE_DIR/endpoint, and waits; SIGTERM or
+# the mon's store. The gateway also serves https on a second port, with a certificate for
+# 127.0.0.1 signed by a test CA made here (STATE_DIR/tls/ca.pem; trusted by nothing on the system).
+# Once the gateway answers and the S3 user exists, the script writes `https://127.0.0.1:TLS_PORT`
+# to STATE_DIR/https-endpoint, prints `http://127.0.0.1:PORT` on stdout, writes it to
+# STATE_DIR/endpoint, and waits; SIGTERM or
 # SIGINT stops every daemon it started, by pid, and it exits. Run it in a process group of its
 # own (setsid) to be able to stop the whole group at once, as the Swift test helper does.
 #
@@ -29,10 +32,26 @@ fpfs_rgw_free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# fpfs_rgw_certificates DIR: a test CA (DIR/ca.pem) and a certificate for 127.0.0.1 and localhost
+# it signed (DIR/server.pem, DIR/server.key), valid for two days.
+fpfs_rgw_certificates() {
+    local dir="$1"
+    mkdir -p "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fpfs test CA" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$dir/server.key" \
+        -out "$dir/server.csr" 2>/dev/null
+    printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+        "extendedKeyUsage=serverAuth" >"$dir/server.ext"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+        -extfile "$dir/server.ext" -out "$dir/server.pem" 2>/dev/null
+}
+
 fpfs_rgw_main() {
     local state="$1" port="${2:-}"
     [[ -n "$state" ]] || { echo "usage: ceph-rgw.sh STATE_DIR [PORT]" >&2; return 2; }
-    for tool in monmaptool ceph-mon ceph-osd radosgw radosgw-admin ceph; do
+    for tool in monmaptool ceph-mon ceph-osd radosgw radosgw-admin ceph openssl; do
         command -v "$tool" >/dev/null || {
             echo "ceph-rgw: $tool is missing (apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common)" >&2
             return 1
@@ -45,8 +64,10 @@ fpfs_rgw_main() {
         return 1
     fi
     [[ -n "$port" ]] || port="$(fpfs_rgw_free_port)"
-    local mon_port fsid osd_uuid conf="$state/ceph.conf"
+    local mon_port tls_port fsid osd_uuid conf="$state/ceph.conf"
     mon_port="$(fpfs_rgw_free_port)"
+    tls_port="$(fpfs_rgw_free_port)"
+    fpfs_rgw_certificates "$state/tls"
     fsid="$(cat /proc/sys/kernel/random/uuid)"
     osd_uuid="$(cat /proc/sys/kernel/random/uuid)"
     mkdir -p "$state/run" "$state/log" "$state/mon" "$state/osd" "$state/rgw"
@@ -86,7 +107,7 @@ osd max object size = 1073741824
 [client]
 ms mon client mode = crc secure
 [client.rgw]
-rgw frontends = beast endpoint=127.0.0.1:$port tcp_nodelay=1
+rgw frontends = beast endpoint=127.0.0.1:$port ssl_endpoint=127.0.0.1:$tls_port ssl_certificate=$state/tls/server.pem ssl_private_key=$state/tls/server.key tcp_nodelay=1
 rgw data = $state/rgw
 rgw dns name = 127.0.0.1
 EOF
@@ -131,6 +152,7 @@ EOF
     done
     radosgw-admin -c "$conf" -n client.admin user create --uid fpfs-test --display-name fpfs-test \
         --access-key "$FPFS_RGW_ACCESS_KEY" --secret-key "$FPFS_RGW_SECRET_KEY" >/dev/null
+    printf '%s\n' "https://127.0.0.1:$tls_port" >"$state/https-endpoint"
     printf '%s\n' "$endpoint" >"$state/endpoint"
     printf '%s\n' "$endpoint"
     # Waits in the background so that a signal runs the trap at once.
