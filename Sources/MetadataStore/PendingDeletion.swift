@@ -13,6 +13,9 @@ public struct PendingDeletion: Sendable, Hashable {
     public var toTrash: Bool
     public var attempts: Int
     public var lastError: String?
+    /// Where the item was when it was deleted here, from the root: for the log (DECISIONS 242).
+    /// Nil for deletions journalled before the store kept it.
+    public var path: String?
 }
 
 extension PendingDeletion: FetchableRecord {
@@ -26,5 +29,6 @@ extension PendingDeletion: FetchableRecord {
         self.toTrash = row["toTrash"]
         self.attempts = row["attempts"]
         self.lastError = row["lastError"]
+        self.path = (row["path"] as Data?).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -305,11 +305,16 @@ final class ChangeReplicator: Sendable {
     /// changed in the mount. With a sweep, items uploads changed since its mark are left alone
     /// and added to it.
     private func apply(updated: [Item], deleted: [ItemIdentifier], sweep: inout RoundSweep) async throws -> Int {
-        let updated = updated.filter { item in
-            guard let reason = item.unshowableReason else { return true }
-            logger.warning("skipping the remote's change of \(item.filename): \(reason)")
-            return false
+        var showable: [Item] = []
+        for item in updated {
+            guard let reason = item.unshowableReason else {
+                showable.append(item)
+                continue
+            }
+            let path = await store.logName(of: item.filename.bytes, inFolder: item.parentIdentifier)
+            logger.warning("skipping the remote's change of \(path): \(reason)")
         }
+        let updated = showable
         guard !updated.isEmpty || !deleted.isEmpty else { return 0 }
         let released = Mutex<[UInt64]>([])
         let localFiles = self.localFiles
