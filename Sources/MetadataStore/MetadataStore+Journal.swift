@@ -88,12 +88,14 @@ extension MetadataStore {
                 try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO pendingDeletion
-                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash, parentIdentifier, filename)
-                          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                          (identifier, sequence, kind, contentVersion, metadataVersion, toTrash, path,
+                           parentIdentifier, filename)
+                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """
                 ).execute(arguments: [
                     item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
                     Data(item.version.content), Data(item.version.metadata), toTrash,
+                    try Self.path(where: "inode = ?1", [Int64(inode)], in: db),
                     unconfirmed ? item.parentIdentifier.rawValue : nil, unconfirmed ? Data(item.filename.bytes) : nil,
                 ])
             }
@@ -128,7 +130,7 @@ extension MetadataStore {
             // The pending creation of each folder asked about (nil: it has none), by identifier.
             var creations: [String: PendingWork?] = [:]
             for (entry, identifier) in changes {
-                if case .change(let change, _, _) = entry, change.isCreation { creations[identifier] = entry }
+                if case .change(let change, _) = entry, change.isCreation { creations[identifier] = entry }
             }
             let deletions = try PendingDeletion.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM pendingDeletion ORDER BY sequence LIMIT ?"), arguments: [limit]
@@ -140,7 +142,7 @@ extension MetadataStore {
             var ordered: [PendingWork] = []
             func place(_ entry: PendingWork) throws {
                 guard placed.insert(entry).inserted else { return }
-                if case .change(_, let parent, _) = entry {
+                if case .change(_, let parent) = entry {
                     if creations[parent.rawValue] == nil {
                         creations[parent.rawValue] = .some(
                             try Row.fetchOne(
@@ -160,18 +162,16 @@ extension MetadataStore {
         }
     }
 
-    /// What `pendingWork` reads of a change: the entry, its item's parent, name and identifier.
+    /// What `pendingWork` reads of a change: the entry, its item's parent and identifier.
     private static let pendingChangeColumns = """
-        SELECT pendingChange.*, item.parentIdentifier, item.filename, item.identifier
+        SELECT pendingChange.*, item.parentIdentifier, item.identifier
         FROM pendingChange JOIN item ON item.inode = pendingChange.inode
         """
 
     /// Decodes a `pendingChangeColumns` row.
     private static func pendingChange(_ row: Row) -> (work: PendingWork, identifier: String) {
-        let work = PendingWork.change(
-            PendingChange(row: row, from: 0), parent: ItemIdentifier(row[7] as String),
-            filename: Filename(bytes: Array(row[8] as Data)))
-        return (work, row[9])
+        let work = PendingWork.change(PendingChange(row: row, from: 0), parent: ItemIdentifier(row[7] as String))
+        return (work, row[8])
     }
 
     /// The pending change of an item, if any.
@@ -210,7 +210,8 @@ extension MetadataStore {
                           sending != 0 AS isSending
                         FROM pendingChange JOIN item ON item.inode = pendingChange.inode
                         UNION ALL
-                        SELECT sequence, 'delete', identifier, 0, attempts, lastError, 0 FROM pendingDeletion
+                        SELECT sequence, 'delete', COALESCE(CAST(path AS TEXT), identifier), 0, attempts, lastError, 0
+                        FROM pendingDeletion
                         ORDER BY sequence LIMIT ?
                         """), arguments: [limit])
         }
@@ -426,7 +427,7 @@ extension MetadataStore {
     public func recordUploadFailure(of work: PendingWork, message: String) async throws {
         try await write { db in
             switch work {
-            case .change(let change, _, _):
+            case .change(let change, _):
                 try db.cachedStatement(
                     sql: """
                         UPDATE pendingChange SET attempts = attempts + 1, lastError = ?, fields = fields | sending,

@@ -220,7 +220,11 @@ public final class MetadataStore: Sendable {
             try db.execute(sql: "ALTER TABLE pendingDeletion DROP COLUMN parentIdentifier")
             try db.execute(sql: "ALTER TABLE pendingDeletion DROP COLUMN filename")
         }
-        migrator.registerMigration("v7-unconfirmed-creations") { db in
+        migrator.registerMigration("v7-deletion-paths") { db in
+            // The deleted item's path, which log lines and `fpfs status` name it by (DECISIONS 242).
+            try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN path BLOB")
+        }
+        migrator.registerMigration("v8-unconfirmed-creations") { db in
             // Where an item deleted here was created, when its creation was sent and never
             // confirmed: the remote may hold it there, under no identifier known here (DECISIONS 284).
             try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN parentIdentifier TEXT")
@@ -350,6 +354,39 @@ public final class MetadataStore: Sendable {
         try ItemRecord.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = \(resolvedFirst)"),
             arguments: [identifier.rawValue])
+    }
+
+    /// The path of `inode` from the root, names joined with `/` ("" for the root), or nil when the
+    /// store does not know it below the root: how log lines name an item (DECISIONS 242).
+    public func path(inode: UInt64) async throws -> String? {
+        try await readStatement { db in try Self.path(where: "inode = ?1", [Int64(inode)], in: db) }
+            .map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// `path(inode:)` of the item with `identifier`.
+    public func path(identifier: ItemIdentifier) async throws -> String? {
+        try await readStatement { db in
+            try Self.path(where: "identifier = \(Self.resolvedFirst)", [identifier.rawValue], in: db)
+        }.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Walks from the item `condition` picks up its parents to the root (inode 1, its own parent).
+    static func path(where condition: String, _ arguments: StatementArguments, in db: Database) throws -> Data? {
+        try Data.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    WITH RECURSIVE up(inode, parentIdentifier, path, depth) AS (
+                      SELECT inode, parentIdentifier, CASE WHEN inode = 1 THEN CAST('' AS BLOB) ELSE filename END, 0
+                      FROM item WHERE \(condition)
+                      UNION ALL
+                      SELECT item.inode, item.parentIdentifier,
+                             CASE WHEN item.inode = 1 THEN up.path
+                                  ELSE item.filename || CAST('/' AS BLOB) || up.path END,
+                             up.depth + 1
+                      FROM item JOIN up ON item.identifier = up.parentIdentifier
+                      WHERE up.inode != 1 AND up.depth < 4096)
+                    SELECT CAST(path AS BLOB) FROM up WHERE inode = 1
+                    """), arguments: arguments)
     }
 
     /// The child of `parent` called `name`, if the store knows one.

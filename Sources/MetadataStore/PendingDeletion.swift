@@ -13,6 +13,9 @@ public struct PendingDeletion: Sendable, Hashable {
     public var toTrash: Bool
     public var attempts: Int
     public var lastError: String?
+    /// Where the item was when it was deleted here, from the root: for the log (DECISIONS 242).
+    /// Nil for deletions journalled before the store kept it.
+    public var path: String?
     /// For an item made here whose creation was sent but never confirmed (its answer lost, the
     /// daemon killed): the folder and name it was made under. The remote may hold it there,
     /// under an identifier never learnt here, and the deletion must find it by its place
@@ -37,6 +40,7 @@ extension PendingDeletion: FetchableRecord {
         self.toTrash = row["toTrash"]
         self.attempts = row["attempts"]
         self.lastError = row["lastError"]
+        self.path = (row["path"] as Data?).map { String(decoding: $0, as: UTF8.self) }
         if let parent = row["parentIdentifier"] as String?, let filename = row["filename"] as Data? {
             self.unconfirmedCreation = Place(parent: ItemIdentifier(parent), filename: Filename(bytes: Array(filename)))
         }

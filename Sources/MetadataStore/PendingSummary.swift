@@ -4,7 +4,8 @@ import GRDB
 public struct PendingSummary: Sendable, Hashable, Codable, FetchableRecord {
     /// `create`, `change` or `delete`.
     public var action: String
-    /// The item's name (a deletion: its remote identifier).
+    /// The item's name (a deletion: its path when deleted here, or its remote identifier for one
+    /// journalled before the store kept paths).
     public var name: String
     public var bytes: UInt64
     /// Failed attempts, and what the last one said.

@@ -93,6 +93,13 @@ final class CacheEvictor: Sendable {
             case .local(_, _, let modified): modified
             }
         }
+
+        var identifier: ItemIdentifier {
+            switch self {
+            case .cached(let candidate): candidate.identifier
+            case .local(let record, _, _): record.identifier
+            }
+        }
     }
 
     /// Frees least recently used contents until the cache is at 90% of its bound.
@@ -119,25 +126,37 @@ final class CacheEvictor: Sendable {
         var freed: UInt64 = 0
         var evicted = 0
         for candidate in candidates where total > target {
-            switch candidate {
-            case .cached(let content):
-                guard let bytes = try await cache.evict(content.identifier) else { continue }
+            do {
+                guard let bytes = try await evict(candidate) else { continue }
                 total -= min(total, bytes)
                 freed += bytes
-                if let record = try await store.record(identifier: content.identifier) {
-                    await kernel.invalidateContent(of: InodeNumber(record.inode))
-                }
-            case .local(let record, let bytes, _):
-                guard try await evictLocalCopy(of: record) else { continue }
-                total -= min(total, bytes)
-                freed += bytes
-                state.withLock { $0.cleanLocalBytes -= min($0.cleanLocalBytes, bytes) }
+            } catch {
+                // The line names the file (DECISIONS 242); the next pass tries again.
+                let path = await store.logName(of: candidate.identifier)
+                logger.error("cache eviction stopped: cannot evict \(path): \(error)")
+                return
             }
             evicted += 1
         }
         logger.info(
             "evicted \(evicted) contents (\(freed) bytes) to stay within the cache bound of \(bound) bytes; \(total) left"
         )
+    }
+
+    /// Evicts `candidate`; the bytes it freed, or nil when it stays.
+    private func evict(_ candidate: Candidate) async throws -> UInt64? {
+        switch candidate {
+        case .cached(let content):
+            guard let bytes = try await cache.evict(content.identifier) else { return nil }
+            if let record = try await store.record(identifier: content.identifier) {
+                await kernel.invalidateContent(of: InodeNumber(record.inode))
+            }
+            return bytes
+        case .local(let record, let bytes, _):
+            guard try await evictLocalCopy(of: record) else { return nil }
+            state.withLock { $0.cleanLocalBytes -= min($0.cleanLocalBytes, bytes) }
+            return bytes
+        }
     }
 
     /// Deletes the clean local copy of `record` unless a change of it waits or it is in use; the

@@ -331,11 +331,16 @@ final class ChangeReplicator: Sendable {
     private func apply(
         updated: [Item], deleted: [ItemIdentifier], sweep: inout RoundSweep, tellingKernelLater: Bool = false
     ) async throws -> Int {
-        let updated = updated.filter { item in
-            guard let reason = item.unshowableReason else { return true }
-            logger.warning("skipping the remote's change of \(item.filename): \(reason)")
-            return false
+        var showable: [Item] = []
+        for item in updated {
+            guard let reason = item.unshowableReason else {
+                showable.append(item)
+                continue
+            }
+            let path = await store.logName(of: item.filename.bytes, inFolder: item.parentIdentifier)
+            logger.warning("skipping the remote's change of \(path): \(reason)")
         }
+        let updated = showable
         guard !updated.isEmpty || !deleted.isEmpty else { return 0 }
         let released = Mutex<[UInt64]>([])
         let localFiles = self.localFiles

@@ -264,7 +264,8 @@ final class ContentFetcher: Sendable {
         do {
             try await cache.commit(content, window: commitWindow)
         } catch {
-            logger.error("cannot record the cached blocks of \(content.identifier): \(error)")
+            let path = await store.logName(of: content.identifier)
+            logger.error("cannot record the cached blocks of \(path): \(error)")
         }
     }
 
@@ -321,12 +322,13 @@ final class ContentFetcher: Sendable {
             if error is CancellationError {
                 logger.debug("fetch of bytes \(claim.range) of \(name) (\(identifier)) stopped")
             } else {
-                logger.warning("cannot fetch bytes \(claim.range) of \(name) (\(identifier)): \(error)")
-                statistics.noteProblem("fetch of \(name) failed: \(error)")
+                let path = await store.logName(of: identifier)
+                logger.warning("cannot fetch bytes \(claim.range) of \(path) (\(identifier)): \(error)")
+                statistics.noteProblem("fetch of \(path) failed: \(error)")
             }
             sink.close()
             let forgotten = content.finish(claim, error: error, untrusted: sink.written)
-            if !forgotten.isEmpty { dropKernelCopies(of: forgotten, of: identifier) }
+            if !forgotten.isEmpty { dropKernelCopies(of: forgotten, of: identifier, name: name) }
             statistics.fetchEnded(download, failed: !(error is CancellationError))
             return false
         }
@@ -335,7 +337,7 @@ final class ContentFetcher: Sendable {
     /// Drops the kernel's pages of bytes the cache forgot, so that the next read of them comes
     /// back to the daemon and fetches them again. In a task of its own: the kernel may be waiting
     /// for the answer to a read of these pages, and the invalidation waits for it.
-    private func dropKernelCopies(of forgotten: ByteRanges, of identifier: ItemIdentifier) {
+    private func dropKernelCopies(of forgotten: ByteRanges, of identifier: ItemIdentifier, name: String) {
         let (store, kernel, logger) = (self.store, self.kernel, self.logger)
         Task {
             do {
@@ -344,7 +346,7 @@ final class ContentFetcher: Sendable {
                     await kernel.invalidateContent(of: InodeNumber(record.inode), range: range)
                 }
             } catch {
-                logger.warning("cannot find the inode of \(identifier) to drop its stale pages: \(error)")
+                logger.warning("cannot find the inode of \(name) (\(identifier)) to drop its stale pages: \(error)")
             }
         }
     }

@@ -149,7 +149,8 @@ final class DirectoryLister: Sendable {
             var items: [Item] = []
             for var item in result.items {
                 if let reason = item.unshowableReason {
-                    logger.warning("skipping \(item.filename) in \(directory): \(reason)")
+                    let folder = await store.logName(of: directory)
+                    logger.warning("skipping \(item.filename) in \(folder): \(reason)")
                     continue
                 }
                 item.parentIdentifier = directory

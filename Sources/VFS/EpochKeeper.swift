@@ -1,5 +1,6 @@
 import BlockCache
 import Logging
+import MetadataStore
 import Synchronization
 
 /// Closes the block cache's durability epoch every `VFSConfiguration.durabilityEpochLength`, and
@@ -7,11 +8,14 @@ import Synchronization
 /// be on disk within about that long.
 final class EpochKeeper: Sendable {
     private let cache: BlockCache
+    /// For the paths of the files a failed flush names (DECISIONS 242).
+    private let store: MetadataStore
     private let logger: Logger
     private let timer = Mutex<Task<Void, Never>?>(nil)
 
-    init(cache: BlockCache, logger: Logger) {
+    init(cache: BlockCache, store: MetadataStore, logger: Logger) {
         self.cache = cache
+        self.store = store
         self.logger = logger
     }
 
@@ -37,7 +41,8 @@ final class EpochKeeper: Sendable {
     private func closeEpoch() async {
         do {
             for identifier in try await cache.closeDurabilityEpoch() {
-                logger.error("cannot flush the cache file of \(identifier) to disk; its cached bytes are forgotten")
+                let path = await store.logName(of: identifier)
+                logger.error("cannot flush the cache file of \(path) to disk; its cached bytes are forgotten")
             }
         } catch {
             logger.error("cannot record the cache's durable epoch: \(error)")

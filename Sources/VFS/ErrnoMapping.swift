@@ -8,37 +8,47 @@ import SystemPackage
 #endif
 
 /// The one place where errors become errno (ARCHITECTURE §6). Anything unexpected is EIO and logged,
-/// with what it was about (`subject`: the operation and the item's name) when the caller knows it.
+/// with what it was about (`subject`: the operation and the item's path) when the caller knows it;
+/// the subject is asked for only then, since finding a path reads the store (DECISIONS 242).
 enum ErrnoMapping {
-    static func errno(for error: any Error, about subject: String? = nil, logger: Logger) -> Errno {
-        let about = subject.map { "\($0): " } ?? ""
+    static func errno(for error: any Error, about subject: () async -> String? = { nil }, logger: Logger) async
+        -> Errno
+    {
+        let (errno, unexpected) = mapped(error)
+        if let unexpected {
+            let about = await subject().map { "\($0): " } ?? ""
+            logger.error("\(about)\(unexpected) mapped to EIO: \(error)")
+        }
+        return errno
+    }
+
+    /// The errno of `error`, and for one mapped to EIO, what kind of error it was, for the log.
+    private static func mapped(_ error: any Error) -> (Errno, unexpected: String?) {
         switch error {
         case let error as Errno:
-            return error
+            return (error, nil)
         case let error as ProviderError:
             switch error {
-            case .noSuchItem: return .noSuchFileOrDirectory
-            case .serverUnreachable: return .hostIsDown
-            case .notAuthenticated: return .permissionDenied
-            case .insufficientQuota: return .diskQuotaExceeded
-            case .filenameCollision: return .fileExists
-            case .directoryNotEmpty: return .directoryNotEmpty
-            case .deletionRejected: return .notPermitted
-            case .featureUnsupported: return .notSupported
-            case .versionNoLongerAvailable: return .staleNFSFileHandle
+            case .noSuchItem: return (.noSuchFileOrDirectory, nil)
+            case .serverUnreachable: return (.hostIsDown, nil)
+            case .notAuthenticated: return (.permissionDenied, nil)
+            case .insufficientQuota: return (.diskQuotaExceeded, nil)
+            case .filenameCollision: return (.fileExists, nil)
+            case .directoryNotEmpty: return (.directoryNotEmpty, nil)
+            case .deletionRejected: return (.notPermitted, nil)
+            case .featureUnsupported: return (.notSupported, nil)
+            case .versionNoLongerAvailable: return (.staleNFSFileHandle, nil)
             case .cannotSynchronize, .excludedFromSync, .pageExpired, .syncAnchorExpired, .conflict:
-                logger.error("\(about)provider error mapped to EIO: \(error)")
-                return .ioError
+                return (.ioError, "provider error")
             }
         case is RemoteTimeout:
-            return .hostIsDown
+            return (.hostIsDown, nil)
         case is StoreDiskFull:
-            return .noSpace
+            return (.noSpace, nil)
         case is CancellationError:
-            return .interrupted
+            return (.interrupted, nil)
         default:
-            logger.error("\(about)unexpected error mapped to EIO: \(error)")
-            return .ioError
+            return (.ioError, "unexpected error")
         }
     }
 

@@ -86,8 +86,9 @@ extension FileSystem {
             try self.refuseIfReadOnly()
             let features = (self.provider as? any FeatureDescribing)?.features ?? .all
             guard features.contains(.symlinks) else {
+                let path = await self.store.logName(of: name, inFolder: parent.rawValue)
                 self.logger.notice(
-                    "refused a symlink: the remote cannot hold symlinks (a WebDAV remote can with --links)")
+                    "refused the symlink \(path): the remote cannot hold symlinks (a WebDAV remote can with --links)")
                 throw Errno.notSupported
             }
             let record = try await self.makeItem(in: parent, named: name, kind: .symlink, mode: 0o777, target: target)
@@ -122,7 +123,7 @@ extension FileSystem {
         async let room: Void = localFiles.ensureRoom(for: 0)
         let directory = try await directory(parent)
         let filename = try Self.validName(name)
-        try refuseNameTheRemoteCannotHold(filename, in: directory.identifier)
+        try await refuseNameTheRemoteCannotHold(filename, in: directory)
         // Writes are local first, also in a folder the remote cannot list now: the name is
         // checked against the local items, and a name the remote holds is met by the uploader,
         // which then takes a conflict name (DECISIONS 182).
@@ -298,7 +299,8 @@ extension FileSystem {
         do {
             try await localFiles.adopt(record.inode, linking: content.fileDescriptor)
         } catch {
-            logger.notice("cannot link the cache file of \(item.filename) as its local content (\(error)); copying it")
+            let path = await store.logName(inode: record.inode)
+            logger.notice("cannot link the cache file of \(path) as its local content (\(error)); copying it")
             return false
         }
         await cache.discard(item.identifier)
@@ -480,7 +482,7 @@ extension FileSystem {
             let target = try await self.directory(newParent)
             let filename = try Self.validName(newName)
             if filename != source.item.filename || target.identifier != source.item.parentIdentifier {
-                try self.refuseNameTheRemoteCannotHold(filename, in: target.identifier)
+                try await self.refuseNameTheRemoteCannotHold(filename, in: target)
             }
             try await self.lister.ensureListed(target.identifier)
             if let existing = try await self.store.child(of: target.identifier, named: filename) {
@@ -564,7 +566,8 @@ extension FileSystem {
                 var attributes = try await self.store.userAttributes(inode: record.inode)
                 attributes[name] = value
                 if let reason = describing.reasonItCannotHold(attributes: attributes) {
-                    self.logger.notice("refused the attribute '\(name)' of \(record.item.filename): \(reason)")
+                    let path = await self.store.logName(inode: record.inode)
+                    self.logger.notice("refused the attribute '\(name)' of \(path): \(reason)")
                     throw Errno.argListTooLong
                 }
             }
@@ -605,12 +608,13 @@ extension FileSystem {
         for index in first.indices {
             guard let sequence = first[index].sequence, let blocker = waits[sequence] else { continue }
             switch blocker {
-            case .entry(let description, let failed):
-                first[index].waitsFor = description
+            case .entry(let entry, let failed):
+                first[index].waitsFor = await uploader.describe(entry)
                 first[index].isStuck = failed
             case .creation(let folder):
                 let record = try await store.record(identifier: folder)
-                first[index].waitsFor = "the creation of \(record.map { "\($0.item.filename)" } ?? "its folder")"
+                let name = record == nil ? "its folder" : await store.logName(of: folder)
+                first[index].waitsFor = "the creation of \(name)"
                 first[index].isStuck = record.map { uploader.state(of: $0.inode) == .error } ?? false
             }
         }
@@ -636,11 +640,12 @@ extension FileSystem {
 
     /// Refuses, with EILSEQ and a log line saying why, a name the remote could not hold: accepted
     /// here, it could never be uploaded.
-    private func refuseNameTheRemoteCannotHold(_ name: Filename, in parent: ItemIdentifier) throws {
+    private func refuseNameTheRemoteCannotHold(_ name: Filename, in parent: ItemRecord) async throws {
         guard let describing = provider as? any FeatureDescribing,
-            let reason = describing.reasonItCannotHold(name: name, in: parent)
+            let reason = describing.reasonItCannotHold(name: name, in: parent.identifier)
         else { return }
-        logger.notice("refused the name '\(name)': \(reason)")
+        let path = await store.logName(of: name.bytes, inFolder: parent.inode)
+        logger.notice("refused the name '\(path)': \(reason)")
         throw Errno.illegalByteSequence
     }
 

@@ -151,7 +151,7 @@ public final class FileSystem: FileSystemOperations {
         self.evictor = CacheEvictor(
             bound: configuration.cacheSize ?? .max, cache: cache, store: store, localFiles: localFiles,
             kernel: uploader.kernel, openFiles: openFiles, logger: logger)
-        self.epochKeeper = EpochKeeper(cache: cache, logger: logger)
+        self.epochKeeper = EpochKeeper(cache: cache, store: store, logger: logger)
     }
 
     /// What the engine has done since mount.
@@ -419,9 +419,10 @@ public final class FileSystem: FileSystemOperations {
     public func read(
         inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int, context: RequestContext
     ) async throws -> ReadReply {
-        try await answeringInterruptibly(
-            about: self.openFiles[handle.rawValue].map { "read of \($0.record.item.filename)" }
-        ) {
+        try await answeringInterruptibly(about: {
+            guard let file = self.openFiles[handle.rawValue] else { return nil }
+            return "read of \(await self.store.logName(inode: file.record.inode))"
+        }) {
             guard let file = self.openFiles[handle.rawValue] else { throw Errno.badFileDescriptor }
             if let local = file.local {
                 let end = try await local.size()
@@ -685,9 +686,9 @@ public final class FileSystem: FileSystemOperations {
         guard let open = openDirectories[handle.rawValue] else { throw Errno.badFileDescriptor }
         // Reading a listing changes nothing, so it may give up with its caller: no task of its own,
         // which would cost every readdir a hop even when the handle has its listing already.
-        let listing = try await answeringInterruptibly(
-            about: "listing of \(inode == .root ? "/" : "\(open.directory.item.filename)")"
-        ) {
+        let listing = try await answeringInterruptibly(about: {
+            "listing of \(await self.store.logName(inode: inode.rawValue))"
+        }) {
             try await open.listing { try await self.listing(of: open.directory, inode: inode) }
         }
         fill(&buffer, from: listing, of: open.directory, inode: inode, offset: offset)
@@ -809,14 +810,14 @@ public final class FileSystem: FileSystemOperations {
     }
 
     /// Runs a request's body, which gives up when the caller is interrupted: for reads that wait
-    /// for the remote. `subject` (what is read, by name) goes into the log line of an EIO.
-    func answeringInterruptibly<T>(about subject: @autoclosure () -> String? = nil, _ body: () async throws -> T)
+    /// for the remote. `subject` (what is read, by path) goes into the log line of an EIO.
+    func answeringInterruptibly<T>(about subject: () async -> String? = { nil }, _ body: () async throws -> T)
         async throws -> T
     {
         do {
             return try await body()
         } catch {
-            throw ErrnoMapping.errno(for: error, about: subject(), logger: logger)
+            throw await ErrnoMapping.errno(for: error, about: subject, logger: logger)
         }
     }
 

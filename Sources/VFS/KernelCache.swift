@@ -1,5 +1,6 @@
 import FuseKit
 import Logging
+import MetadataStore
 import Synchronization
 
 /// Tells the kernel when something it caches changed behind its back (a conflict replaced a
@@ -10,9 +11,14 @@ import Synchronization
 /// (see FuseNotifier).
 final class KernelCache: Sendable {
     private let notifier = Mutex<FuseNotifier?>(nil)
+    /// For the paths a refusal's log line names (DECISIONS 242).
+    private let store: MetadataStore
     private let logger: Logger
 
-    init(logger: Logger) { self.logger = logger }
+    init(store: MetadataStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
 
     func attach(_ notifier: FuseNotifier) { self.notifier.withLock { $0 = notifier } }
 
@@ -22,7 +28,8 @@ final class KernelCache: Sendable {
         let offset = Int64(range?.lowerBound ?? 0)
         let length = Int64(range?.count ?? 0)
         do { try await notifier.invalidateInode(inode, offset: offset, length: length) } catch {
-            logger.warning("could not invalidate the kernel's pages of inode \(inode.rawValue): \(error)")
+            let path = await store.logName(inode: inode.rawValue)
+            logger.warning("could not invalidate the kernel's pages of \(path) (inode \(inode.rawValue)): \(error)")
         }
     }
 
@@ -39,8 +46,8 @@ final class KernelCache: Sendable {
     func notifyDelete(parent: InodeNumber, child: InodeNumber, name: [UInt8]) async {
         guard let notifier = notifier.withLock({ $0 }) else { return }
         do { try await notifier.notifyDelete(parent: parent, child: child, name: name) } catch {
-            let name = String(decoding: name, as: UTF8.self)
-            logger.warning("could not tell the kernel that '\(name)' is gone from inode \(parent.rawValue): \(error)")
+            let path = await store.logName(of: name, inFolder: parent.rawValue)
+            logger.warning("could not tell the kernel that \(path) is gone (inode \(child.rawValue)): \(error)")
         }
     }
 
@@ -48,8 +55,8 @@ final class KernelCache: Sendable {
     func invalidateEntry(parent: InodeNumber, name: [UInt8]) async {
         guard let notifier = notifier.withLock({ $0 }) else { return }
         do { try await notifier.invalidateEntry(parent: parent, name: name) } catch {
-            let name = String(decoding: name, as: UTF8.self)
-            logger.warning("could not invalidate the kernel's entry '\(name)' in inode \(parent.rawValue): \(error)")
+            let path = await store.logName(of: name, inFolder: parent.rawValue)
+            logger.warning("could not invalidate the kernel's entry \(path): \(error)")
         }
     }
 }

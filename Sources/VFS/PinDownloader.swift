@@ -115,7 +115,7 @@ final class PinDownloader: Sendable {
         } catch {
             // Stopped by an unpin (or the unmount): not a failure of the pin.
             if Task.isCancelled { return nil }
-            let errno = describe(error, about: "listing of \(folder) for a pin")
+            let errno = await describe(error, about: "listing of \(folder) for a pin")
             return "cannot list the pinned folder \(folder): \(errno)"
         }
     }
@@ -130,7 +130,7 @@ final class PinDownloader: Sendable {
         case .symlink: break
         case .directory:
             try Task.checkCancellation()
-            listing = record.identifier == .rootContainer ? "/" : "\(record.item.filename)"
+            listing = await store.logName(inode: record.inode)
             try await lister.ensureListed(record.identifier)
             for child in try await store.children(of: record.identifier) {
                 try await collectFiles(from: child, into: &files, listing: &listing)
@@ -156,11 +156,12 @@ final class PinDownloader: Sendable {
             return nil
         } catch {
             if Task.isCancelled { return nil }
-            return "cannot download \(item.filename): \(describe(error, about: "pin of \(item.filename)"))"
+            let path = await store.logName(inode: record.inode)
+            return "cannot download \(path): \(await describe(error, about: "pin of \(path)"))"
         }
     }
 
-    private func describe(_ error: any Error, about subject: String) -> String {
-        String(describing: ErrnoMapping.errno(for: error, about: subject, logger: logger))
+    private func describe(_ error: any Error, about subject: String) async -> String {
+        String(describing: await ErrnoMapping.errno(for: error, about: { subject }, logger: logger))
     }
 }

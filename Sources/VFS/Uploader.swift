@@ -40,8 +40,8 @@ final class Uploader: Sendable {
     enum Blocker: Sendable, Hashable {
         /// The creation of the folder it lies in (which exists only here).
         case creation(of: ItemIdentifier)
-        /// An earlier entry, as the log names it, and whether that one has failed.
-        case entry(String, failed: Bool)
+        /// An earlier entry, and whether that one has failed.
+        case entry(PendingWork, failed: Bool)
     }
 
     private let provider: any FileProvider
@@ -103,7 +103,7 @@ final class Uploader: Sendable {
         self.store = store
         self.localFiles = localFiles
         self.nodes = nodes
-        self.kernel = KernelCache(logger: logger)
+        self.kernel = KernelCache(store: store, logger: logger)
         self.depth = configuration.uploadDepth
         self.settle = configuration.uploadSettle
         self.burstLag = configuration.uploadBurstLag
@@ -272,13 +272,13 @@ final class Uploader: Sendable {
                 let earlier = barrier ? firstPending : lastBarrier
                 if let earlier, barrier ? earlierPending : earlierBarrier {
                     state.waits[entry.sequence] = .entry(
-                        Self.describe(earlier), failed: state.waitingAfterRefusal.contains(Self.key(of: earlier)))
+                        earlier, failed: state.waitingAfterRefusal.contains(Self.key(of: earlier)))
                     continue
                 }
                 if barrier ? !state.inFlight.isEmpty : state.inFlight.values.contains(true) { continue }
                 if state.inFlight[key] != nil { continue }
                 if let time = state.retryAt[key], time > now { continue }
-                if case .change(let change, let parent, _) = entry {
+                if case .change(let change, let parent) = entry {
                     if parent.isLocal {
                         state.waits[entry.sequence] = .creation(of: parent)
                         continue
@@ -343,7 +343,7 @@ final class Uploader: Sendable {
 
     private static func key(of entry: PendingWork) -> Key {
         switch entry {
-        case .change(let change, _, _): .item(change.inode)
+        case .change(let change, _): .item(change.inode)
         case .deletion(let deletion): .deletion(deletion.identifier)
         }
     }
@@ -354,7 +354,7 @@ final class Uploader: Sendable {
     private static func isBarrier(_ entry: PendingWork) -> Bool {
         switch entry {
         case .deletion: true
-        case .change(let change, _, _):
+        case .change(let change, _):
             (!change.isCreation || !change.sending.isEmpty)
                 && !change.fields.isDisjoint(with: [.filename, .parentIdentifier])
         }
@@ -365,22 +365,28 @@ final class Uploader: Sendable {
     private func perform(_ entry: PendingWork) async {
         do {
             switch entry {
-            case .change(let change, _, _):
+            case .change(let change, _):
                 guard
                     let (change, record) = try await store.beginSending(
                         inode: change.inode, sequence: change.sequence)
                 else { break }
-                logger.debug(
-                    "sending \(Self.describe(entry)): \(change.isCreation ? "creation, " : "")fields \(change.fields), identifier \(record.identifier), parent \(record.item.parentIdentifier), attempt \(change.attempts + 1)")
+                // The path costs a read of the store: only when the line is written.
+                if logger.logLevel <= .debug {
+                    let what = await describe(entry)
+                    logger.debug(
+                        "sending \(what): \(change.isCreation ? "creation, " : "")fields \(change.fields), identifier \(record.identifier), parent \(record.item.parentIdentifier), attempt \(change.attempts + 1)"
+                    )
+                }
                 try await send(change, of: record)
             case .deletion(let deletion):
-                logger.debug("sending \(Self.describe(entry)), attempt \(deletion.attempts + 1)")
+                let what = MetadataStore.logName(of: deletion)
+                logger.debug("sending the deletion of \(what), attempt \(deletion.attempts + 1)")
                 try await send(deletion)
             }
             state.withLock { state in
                 state.retryAt[Self.key(of: entry)] = nil
                 state.waitingAfterRefusal.remove(Self.key(of: entry))
-                if case .change(let change, _, _) = entry { state.refused.remove(change.inode) }
+                if case .change(let change, _) = entry { state.refused.remove(change.inode) }
             }
             statistics.update { $0.uploads.sent += 1 }
         } catch is CancellationError {
@@ -462,7 +468,8 @@ final class Uploader: Sendable {
             // what holds local work (bytes written here) is kept and created anew, the rest goes
             // (a rename of a file whose bytes never were local cannot bring them back).
             guard let applyRemoteState = remoteState.withLock({ $0 }) else { throw ProviderError.noSuchItem(nil) }
-            logger.notice("\(item.filename) was deleted on the remote while changed here")
+            let path = await store.logName(inode: record.inode)
+            logger.notice("\(path) was deleted on the remote while changed here")
             try await applyRemoteState(record.identifier, true)
         } catch ProviderError.filenameCollision(let existing) {
             guard try await journalFrees(existing, for: item) else { return try await takeConflictName(record) }
@@ -613,7 +620,8 @@ final class Uploader: Sendable {
         await localFiles.remove(record.inode)
         nodes.replace(replaced)
         await kernel.invalidateContent(of: InodeNumber(record.inode))
-        logger.notice("\(record.item.filename) changed on the remote and here; kept the local one as \(copy.filename)")
+        let path = await store.logName(inode: record.inode)
+        logger.notice("\(path) changed on the remote and here; kept the local one as \(copy.filename)")
     }
 
     /// The name is taken on the remote: the local item takes a conflict name (journalled, so the
@@ -630,7 +638,8 @@ final class Uploader: Sendable {
         if let parent = try await store.record(identifier: item.parentIdentifier) {
             await kernel.invalidateEntry(parent: InodeNumber(parent.inode), name: record.item.filename.bytes)
         }
-        logger.notice("\(record.item.filename) exists on the remote already; the local one is now \(item.filename)")
+        let path = await store.logName(of: record.item.filename.bytes, inFolder: item.parentIdentifier)
+        logger.notice("\(path) exists on the remote already; the local one is now \(item.filename)")
     }
 
     private func send(_ deletion: PendingDeletion) async throws {
@@ -650,7 +659,7 @@ final class Uploader: Sendable {
             // Gone already: that is what was asked.
         } catch ProviderError.conflict {
             // Changed on the remote since it was deleted here: the remote's newer version stays.
-            logger.notice("\(deletion.identifier) changed on the remote; it was not deleted there")
+            logger.notice("\(MetadataStore.logName(of: deletion)) changed on the remote; it was not deleted there")
             try await keepRemote(deletion)
             return
         } catch ProviderError.directoryNotEmpty {
@@ -661,7 +670,8 @@ final class Uploader: Sendable {
                 return
             }
             // Items were added to it on the remote: they stay, and so does the folder.
-            logger.notice("\(deletion.identifier) holds new items on the remote; it was not deleted there")
+            let what = MetadataStore.logName(of: deletion)
+            logger.notice("\(what) holds new items on the remote; it was not deleted there")
             try await keepRemote(deletion)
             return
         }
@@ -733,7 +743,7 @@ final class Uploader: Sendable {
         let transient = Self.isTransient(error)
         let attempts: Int
         switch entry {
-        case .change(let change, _, _): attempts = change.attempts + 1
+        case .change(let change, _): attempts = change.attempts + 1
         case .deletion(let deletion): attempts = deletion.attempts + 1
         }
         let delay: Duration = transient ? .seconds(min(1 << min(attempts - 1, 6), 60)) : .seconds(600)
@@ -744,12 +754,13 @@ final class Uploader: Sendable {
             } else {
                 state.waitingAfterRefusal.insert(Self.key(of: entry))
             }
-            if case .change(let change, _, _) = entry, !transient { state.refused.insert(change.inode) }
+            if case .change(let change, _) = entry, !transient { state.refused.insert(change.inode) }
         }
         let message = "\(error)"
         if !transient || attempts == 1 {
-            logger.warning("sending \(Self.describe(entry)) failed (attempt \(attempts)): \(message)")
-            statistics.noteProblem("sending \(Self.describe(entry)) failed: \(message)")
+            let what = await describe(entry)
+            logger.warning("sending \(what) failed (attempt \(attempts)): \(message)")
+            statistics.noteProblem("sending \(what) failed: \(message)")
         }
         statistics.update { $0.uploads.failed += 1 }
         do { try await store.recordUploadFailure(of: entry, message: message) } catch {
@@ -757,12 +768,13 @@ final class Uploader: Sendable {
         }
     }
 
-    /// An entry as the log shows it.
-    private static func describe(_ entry: PendingWork) -> String {
+    /// An entry as the log and `fpfs status` show it, by the item's path (DECISIONS 242).
+    func describe(_ entry: PendingWork) async -> String {
         switch entry {
-        case .change(let change, _, let filename):
-            "the \(change.isCreation ? "creation" : "change") of \(filename) (inode \(change.inode))"
-        case .deletion(let deletion): "the deletion of \(deletion.identifier)"
+        case .change(let change, _):
+            "the \(change.isCreation ? "creation" : "change") of \(await store.logName(inode: change.inode))"
+                + " (inode \(change.inode))"
+        case .deletion(let deletion): "the deletion of \(MetadataStore.logName(of: deletion))"
         }
     }
 

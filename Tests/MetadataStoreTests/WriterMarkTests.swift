@@ -28,7 +28,7 @@ struct WriterMarkTests {
         try await store.settleInterruptedWriters([written: (size: 9, modification: later)])
         #expect(try await store.writerMarks().isEmpty)
         let journalled = try await store.pendingWork(limit: 10).compactMap { work -> UInt64? in
-            guard case .change(let change, _, _) = work, change.fields.contains(.contents) else { return nil }
+            guard case .change(let change, _) = work, change.fields.contains(.contents) else { return nil }
             return change.inode
         }
         #expect(journalled == [written])

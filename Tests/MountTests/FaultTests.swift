@@ -47,44 +47,70 @@ extension MountTests {
         }
 
         @Test(
-            "the log line of a refused upload, a failed fetch and a failed pin names the file and the remote's answer")
+            "the log line of a failed fetch, a failed pin, a refused upload and a refused deletion names the file's path and the remote's answer"
+        )
         func failureLogLines() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            try scratch.writeRemote("broken.bin", String(repeating: "x", count: 100_000))
+            try scratch.writeRemote("docs/old/broken.bin", String(repeating: "x", count: 100_000))
+            try scratch.writeRemote("docs/old/kept.txt", "kept\n")
             let faults = "error=cannotSynchronize:fetch:broken.bin;error=notAuthenticated:create:refused.txt"
             let mount = try await TestMount.start(
                 remote: scratch.remote, in: scratch, options: ["--remote-timeout", "2", "--inject-faults", faults])
             defer { mount.unmount() }
 
-            let read = await Command(["cat", "--", mount.path("broken.bin")], timeout: .seconds(30)).run()
+            let read = await Command(["cat", "--", mount.path("docs/old/broken.bin")], timeout: .seconds(30)).run()
             #expect(!read.succeeded && read.stderr.contains("Input/output error"), "\(read)")
-            let pin = try await FpfsBinary.command(["pin", mount.path("broken.bin")], timeout: .seconds(30)).run()
-            #expect(!pin.succeeded && pin.stderr.contains("broken.bin"), "\(pin)")
-            try "refused\n".write(toFile: mount.path("refused.txt"), atomically: false, encoding: .utf8)
+            let pin = try await FpfsBinary.command(["pin", mount.path("docs/old/broken.bin")], timeout: .seconds(30))
+                .run()
+            #expect(!pin.succeeded && pin.stderr.contains("docs/old/broken.bin"), "\(pin)")
+            try "refused\n".write(toFile: mount.path("docs/old/refused.txt"), atomically: false, encoding: .utf8)
+            // Each names the path in the mount, not a name alone nor the remote's identifier.
+            let lines = try await Self.failureLines(
+                in: scratch.cache,
+                naming: [
+                    ("docs/old/broken.bin", "cannot synchronize: injected fault"),
+                    ("docs/old/refused.txt", "not authenticated: injected fault"),
+                ])
+            // The fetch's line, the read's EIO and the pin's EIO, and the upload's.
+            #expect(lines.count >= 4, "\(lines)")
 
-            let expected = [
-                ("broken.bin", "cannot synchronize: injected fault"),
-                ("refused.txt", "not authenticated: injected fault"),
-            ]
+            // A refused deletion, in a mount of its own: the refused creation would hold it back
+            // (a deletion keeps its place in the order); remounted, the creation goes through.
+            mount.unmount()
+            let again = try await TestMount.start(
+                remote: scratch.remote, in: scratch,
+                options: ["--remote-timeout", "2", "--inject-faults", "error=deletionRejected:delete:kept.txt"])
+            defer { again.unmount() }
+            try FileManager.default.removeItem(atPath: again.path("docs/old/kept.txt"))
+            _ = try await Self.failureLines(in: scratch.cache, naming: [("docs/old/kept.txt", "deletion rejected")])
+            // `fpfs status` names the waiting deletion by its path too.
+            let status = try await FpfsBinary.command(["status", again.mountpoint]).check()
+            #expect(status.stdout.contains("delete docs/old/kept.txt"), "\(status.stdout)")
+        }
+
+        /// The log's failure lines (of injected faults and refusals) once each of `expected` is
+        /// there, within 10 s; records an issue for each missing and for a line naming none.
+        private static func failureLines(in cacheDir: String, naming expected: [(path: String, answer: String)])
+            async throws -> [Substring]
+        {
             var lines: [Substring] = []
             for _ in 0..<100 {
-                let log = (try? String(contentsOfFile: mount.cacheDir + "/fpfs.log", encoding: .utf8)) ?? ""
-                lines = log.split(separator: "\n").filter { $0.contains("injected fault") }
-                if expected.allSatisfy({ name, answer in lines.contains { $0.contains(name) && $0.contains(answer) } })
-                {
-                    break
+                let log = (try? String(contentsOfFile: cacheDir + "/fpfs.log", encoding: .utf8)) ?? ""
+                lines = log.split(separator: "\n").filter { $0.contains("injected fault") || $0.contains("rejected") }
+                let found = expected.allSatisfy { path, answer in
+                    lines.contains { $0.contains(path) && $0.contains(answer) }
                 }
+                if found { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            for (name, answer) in expected {
-                #expect(lines.contains { $0.contains(name) && $0.contains(answer) }, "no line of \(name): \(lines)")
+            for (path, answer) in expected {
+                #expect(lines.contains { $0.contains(path) && $0.contains(answer) }, "no line of \(path): \(lines)")
             }
-            // The fetch's line, the read's EIO and the pin's EIO, and the upload's: each names its file.
-            #expect(lines.count >= 4, "\(lines)")
             for line in lines {
-                #expect(line.contains("broken.bin") || line.contains("refused.txt"), "names no file: \(line)")
+                #expect(line.contains("docs/old/"), "names no path: \(line)")
             }
+            return lines
         }
     }
 }

@@ -109,7 +109,7 @@ extension MountTests {
             defer { first.unmount() }
             try await Command.bash("cd \"$1\" && cat a q > /dev/null && mv q t && mv a q && mv t a", first.mountpoint)
                 .check()
-            let second = try await Self.killOnceArrived(first, remote: remote, in: scratch) {
+            let second = try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) {
                 try FileManager.default.contentsOfDirectory(atPath: remote.folder).contains { $0.hasPrefix(".fpfs-moving-") }
             }
             defer { second.unmount() }

@@ -114,10 +114,7 @@ extension MountTests {
             own.unmount()
 
             // A user's own allow_other mount needs user_allow_other in /etc/fuse.conf: the message says so.
-            let configuration = (try? String(contentsOfFile: "/etc/fuse.conf", encoding: .utf8)) ?? ""
-            if !configuration.split(separator: "\n").contains(where: {
-                $0.trimmingCharacters(in: .whitespaces) == "user_allow_other"
-            }) {
+            if !FusermountCheck.configurationAllowsOther() {
                 let theirs = await user.run([
                     try FpfsBinary.path(), "mount", "/tmp", scratch.path + "/theirs", "--allow-other",
                 ]).run()
@@ -170,9 +167,12 @@ struct TestUser {
         guard made.succeeded else { throw MountTestFailure("cannot add a user: \(made)") }
     }
 
-    /// `arguments` run as this user.
-    func run(_ arguments: [String]) -> Command {
-        Command(["runuser", "-u", name, "--"] + arguments, timeout: .seconds(30))
+    /// The user's id.
+    var uid: uid_t { getpwnam(name)?.pointee.pw_uid ?? uid_t.max }
+
+    /// `arguments` run as this user, after `prefix` (a namespace's `nsenter`).
+    func run(_ arguments: [String], prefix: [String] = []) -> Command {
+        Command(prefix + ["runuser", "-u", name, "--"] + arguments, timeout: .seconds(30))
     }
 
     func remove() {
