@@ -404,11 +404,21 @@ final class LocalFileFolder: Sendable {
 
     /// `ensureRoom`, for code already off the cooperative threads (statvfs may block).
     private func checkRoom(for bytes: UInt64) throws {
+        guard !hasRoom(for: bytes) else { return }
+        // The bytes kept of deleted items give way to new ones (deleting a file must free the
+        // disk): without them, a deletion leaves what the remote may hold at the item's place,
+        // garbage rather than a loss (DECISIONS 284).
+        let kept = (try? FileManager.default.contentsOfDirectory(atPath: unconfirmed.string)) ?? []
+        for name in kept { unlink(unconfirmed.appending(name).string) }
+        guard !kept.isEmpty, hasRoom(for: bytes) else { throw Errno.noSpace }
+    }
+
+    private func hasRoom(for bytes: UInt64) -> Bool {
         var disk = statvfs()
-        guard statvfs(directory.string, &disk) == 0 else { return }
+        guard statvfs(directory.string, &disk) == 0 else { return true }
         let unit = UInt64(disk.f_frsize)
         let reserve = UInt64(SpaceReserve.size(forDiskOf: Int64(UInt64(disk.f_blocks) * unit)))
-        guard UInt64(disk.f_bavail) * unit >= bytes + reserve else { throw Errno.noSpace }
+        return UInt64(disk.f_bavail) * unit >= bytes + reserve
     }
 
     // MARK: Writers
