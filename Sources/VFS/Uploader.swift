@@ -704,11 +704,18 @@ final class Uploader: Sendable {
 
     /// The item named `filename` in the remote folder `folder`, listed.
     private func child(named filename: Filename, of folder: ItemIdentifier) async throws -> Item? {
+        try await firstChild(of: folder) { $0.filename == filename }
+    }
+
+    /// The first item of the remote folder `folder`, listed page by page, that `matches`.
+    private func firstChild(of folder: ItemIdentifier, where matches: (Item) async throws -> Bool) async throws
+        -> Item?
+    {
         let enumerator = try await provider.enumerator(for: folder)
         var page = EnumerationPage.initial
         while true {
             let result = try await enumerator.enumerateItems(startingAt: page, suggestedPageSize: 1000)
-            if let item = result.items.first(where: { $0.filename == filename }) { return item }
+            for item in result.items where try await matches(item) { return item }
             guard let next = result.nextPage else { return nil }
             page = next
         }
@@ -725,16 +732,9 @@ final class Uploader: Sendable {
 
     /// Whether every item the remote folder `folder` holds leaves it later in the journal.
     private func journalEmpties(_ folder: ItemIdentifier) async throws -> Bool {
-        let enumerator = try await provider.enumerator(for: folder)
-        var page = EnumerationPage.initial
-        while true {
-            let result = try await enumerator.enumerateItems(startingAt: page, suggestedPageSize: 1000)
-            for item in result.items {
-                guard try await store.journalFrees(item.identifier, in: folder, as: item.filename) else { return false }
-            }
-            guard let next = result.nextPage else { return true }
-            page = next
-        }
+        try await firstChild(of: folder) { item in
+            !(try await store.journalFrees(item.identifier, in: folder, as: item.filename))
+        } == nil
     }
 
     // MARK: Failures
