@@ -495,9 +495,11 @@ extension FileSystem {
                 default: try await self.remove(existing, toTrash: false)
                 }
             }
-            var fields: ItemFields = []
-            if source.item.filename != filename { fields.insert(.filename) }
-            if source.item.parentIdentifier != target.identifier { fields.insert(.parentIdentifier) }
+            // A rename names the item's whole place, folder and name together: sent as one field,
+            // a move that keeps the name took the remote's racing rename along with it, a place
+            // nobody chose (DECISIONS 288).
+            let moved = source.item.filename != filename || source.item.parentIdentifier != target.identifier
+            let fields: ItemFields = moved ? [.filename, .parentIdentifier] : []
             try await self.saveChange(of: source.inode, fields: fields) { item in
                 item.filename = filename
                 item.parentIdentifier = target.identifier
