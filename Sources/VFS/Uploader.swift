@@ -450,12 +450,13 @@ final class Uploader: Sendable {
             guard let contents else { throw ProviderError.conflict(remote: nil) }
             if change.attempts > 0, let current = try await ours(current, of: record.identifier, bytes: contents) {
                 // An earlier attempt got there (the daemon stopped after the bytes left): the
-                // remote's version is this change's own, and only the other fields remain.
+                // remote's version is this change's own, and only the other fields remain, sent
+                // as any change is, a move aside in a swap included (DECISIONS 289).
                 var sent = record
                 sent.item.version = current.version
-                try await modify(
-                    item, fields: change.fields.subtracting(.contents), of: sent, contents: nil, options: [])
-                return
+                var rest = change
+                rest.fields.remove(.contents)
+                return try await deliver(item, change: rest, record: sent, contents: nil, snapshot: &snapshot)
             }
             try await keepBoth(record, localContents: contents, snapshot: &snapshot)
         } catch ProviderError.noSuchItem {

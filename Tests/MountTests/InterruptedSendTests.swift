@@ -122,6 +122,46 @@ extension MountTests {
             #expect(try String(contentsOfFile: remote.folder + "/q", encoding: .utf8) == "the first file\n")
         }
 
+        /// An edit whose bytes the remote took while its answer was lost, then a swap of the file
+        /// with another (`mv g t; mv f g; mv t f`) and kill -9: the next attempt found its own
+        /// bytes there and sent the rest, the move, by itself; the move met the other file at
+        /// `g` and its "filename collision" went past the swap's handling, refused at every
+        /// attempt, and the queue stopped behind it (the checker, seed 4000 on Apache; DECISIONS
+        /// 289). Red before on Apache.
+        @Test("kill -9 after the remote took an edit, swapped meanwhile: swapped, both files whole", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func killAfterAnEditThenASwap(_ kind: WritableRemote.Kind) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("f", "the first file\n")
+            try scratch.writeRemote("g", "the second file\n")
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:modify:f", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash("cd \"$1\" && cat f g > /dev/null && echo 'the first file, edited' > f", first.mountpoint)
+                .check()
+            var sent = false
+            for _ in 0..<200 where !sent {
+                sent = (try? String(contentsOfFile: remote.folder + "/f", encoding: .utf8)) == "the first file, edited\n"
+                if !sent { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            try #require(sent, "the edit never reached the remote: \(first.logTail())")
+            try await Command.bash("cd \"$1\" && mv g t && mv f g && mv t f", first.mountpoint).check()
+            let second = try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) { true }
+            defer { second.unmount() }
+            try await second.sync()
+            for root in [second.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
+                #expect(names == ["f", "g"], "\(root) holds \(names): \(second.logTail())")
+                #expect(try String(contentsOfFile: root + "/g", encoding: .utf8) == "the first file, edited\n")
+                #expect(try String(contentsOfFile: root + "/f", encoding: .utf8) == "the second file\n")
+            }
+        }
+
         /// A creation the remote made while its answer was lost (an outage), then deleted here
         /// before it was sent again: the deletion was taken as one of an item the remote never had,
         /// and the file or folder stayed there and came back (the checker, seed 3030 on Apache;
