@@ -867,13 +867,14 @@ bench_s1() {
 # Tests/TestServers/s3-fault-proxy.py (mode pass, logging every answer) in front of RGW.
 bench_s2() {
     local run proxy_port proxy_pid before fpfs_bytes rclone_bytes count=$random_reads
-    proxy_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     : >"$work/s3-proxy.log"
-    python3 Tests/TestServers/s3-fault-proxy.py "$proxy_port" "${s3_url##*:}" pass "$work/s3-proxy.log" \
+    # On a port it picks itself (0) and names once it listens.
+    python3 Tests/TestServers/s3-fault-proxy.py 0 "${s3_url##*:}" pass "$work/s3-proxy.log" \
         >"$work/s3-proxy.out" 2>&1 &
     proxy_pid=$!
     proxy_pids+=("$proxy_pid")
-    for _ in $(seq 100); do grep -q ready "$work/s3-proxy.out" && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -q '^ready [0-9]*$' "$work/s3-proxy.out" && break; sleep 0.1; done
+    proxy_port="$(sed -n 's/^ready \([0-9]*\)$/\1/p' "$work/s3-proxy.out")"
     for ((run = 1; run <= repetitions; run++)); do
         s3_fpfs_mount "http://127.0.0.1:$proxy_port"
         ls "$work/mnt" >/dev/null
