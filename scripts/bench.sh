@@ -842,8 +842,9 @@ PY
 # S1: B1 on the bucket, 1 MiB reads: curl's signed GET into the cache folder's disk, rclone mount
 # (off, full) and s3fs.
 bench_s1() {
-    local run mode curl_s fpfs_s rclone_s s3fs_s
+    local run mode curl_s fpfs_s rclone_s rclone_times s3fs_s
     for ((run = 1; run <= repetitions; run++)); do
+        rclone_times=""
         drop_caches
         curl_s=$(seconds s3curl -o "$work/s3-curl/big.bin" "$s3_url/bench/big.bin")
         rm -f "$work/s3-curl/big.bin"
@@ -859,6 +860,7 @@ bench_s1() {
             rclone_s=$(seconds dd if="$work/rclone-mnt/big.bin" of=/dev/null bs=1M status=none)
             rclone_unmount
             sample "s1_rclone_$mode" "$(calc "$rclone_s / $fpfs_s")"
+            rclone_times+=" $mode ${rclone_s}s"
         done
         s3fs_mount
         ls "$work/s3fs-mnt" >/dev/null
@@ -867,7 +869,7 @@ bench_s1() {
         s3fs_unmount
         sample s1_curl "$(calc "$curl_s / $fpfs_s")"
         sample s1_s3fs "$(calc "$s3fs_s / $fpfs_s")"
-        log "S1 run $run: curl ${curl_s}s, fpfs ${fpfs_s}s, rclone off/full last ${rclone_s}s, s3fs ${s3fs_s}s"
+        log "S1 run $run: curl ${curl_s}s, fpfs ${fpfs_s}s, rclone$rclone_times, s3fs ${s3fs_s}s"
     done
     # The object read back equal (issue 52): a cold read through a fresh mount, compared with
     # the uploaded file, untimed.
