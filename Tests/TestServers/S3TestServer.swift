@@ -244,25 +244,33 @@ public final class S3FaultProxy: Sendable {
 
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/s3-fault-proxy.py"
 
+    /// Starts the proxy on a port it picks itself and reads back from its "ready PORT": a port
+    /// picked here could be bound by another test's proxy first, and this one would then talk to
+    /// that proxy, in its mode (a test of `short` once fetched through a `pass` proxy). Its files
+    /// are its own for the same reason: an earlier proxy's "ready" must not speak for it.
     public static func start(inFrontOf server: S3TestServer, mode: String) async throws -> S3FaultProxy {
-        let port = try WebDAVTestServer.freePort()
-        let output = server.directory.appending(path: "proxy-\(port).out").path
-        let log = server.directory.appending(path: "proxy-\(port).log").path
+        let name = "proxy-\(UUID().uuidString.prefix(8))"
+        let output = server.directory.appending(path: "\(name).out").path
+        let log = server.directory.appending(path: "\(name).log").path
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         _ = FileManager.default.createFile(atPath: log + ".refusing", contents: nil)
         let pid = try ChildProcess.spawn(
-            ["python3", script, String(port), String(server.endpoint.port ?? 80), mode, log], stdout: .file(output),
+            ["python3", script, "0", String(server.endpoint.port ?? 80), mode, log], stdout: .file(output),
             stderr: .file(output),
             environment: ProcessInfo.processInfo.environment.merging(["S3_PROXY_SECRET": server.secretKey]) { $1 },
             newProcessGroup: true)
         WebDAVTestServer.registerGroup(pid)
-        let proxy = S3FaultProxy(endpoint: URL(string: "http://127.0.0.1:\(port)")!, pid: pid, log: log)
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
-            if (try? String(contentsOfFile: output, encoding: .utf8))?.contains("ready") == true { return proxy }
+            // Whole lines only: the last part may still be being written.
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            if let ready = lines.first(where: { $0.hasPrefix("ready ") }), let port = Int(ready.dropFirst(6)) {
+                return S3FaultProxy(endpoint: URL(string: "http://127.0.0.1:\(port)")!, pid: pid, log: log)
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
-        proxy.stop()
+        stop(pid)
         throw TestServerFailure("s3-fault-proxy.py did not start")
     }
 
@@ -272,7 +280,9 @@ public final class S3FaultProxy: Sendable {
         try FileManager.default.removeItem(atPath: log + ".refusing")
     }
 
-    public func stop() {
+    public func stop() { Self.stop(pid) }
+
+    private static func stop(_ pid: pid_t) {
         kill(-pid, SIGKILL)
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)

@@ -22,8 +22,10 @@ MODE spoils answers:
   pass    nothing
 The refusing modes (region to toolarge) refuse only while the file LOG.refusing exists, so that a
 test can free the quota or lift the limit by removing it.
-With LOG, each answer is a line there: method, path, status and body bytes sent. Prints "ready"
-once it listens.
+With LOG, each answer is a line there: method, path, status and body bytes sent. LISTEN_PORT 0
+listens on a port the kernel picks; either way it prints "ready PORT" once it listens. A port
+picked by the caller beforehand may be taken by another process before the proxy binds it, and
+the caller then talks to that process (a spoiling test once got a passing proxy's answer).
 """
 import hashlib
 import hmac
@@ -162,5 +164,5 @@ def resigned(method, path, headers, dropped):
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", LISTEN_PORT), Handler)
-print("ready", flush=True)
+print(f"ready {server.server_address[1]}", flush=True)
 server.serve_forever()
