@@ -113,7 +113,9 @@ extension MetadataStore {
     }
 
     /// Everything the remote still needs to hear, in the order it may be sent: journal order,
-    /// except that a folder's pending creation comes just before the first entry inside it. A
+    /// except that a folder's pending creation comes just before the first entry inside it, and
+    /// a folder's move to another folder after the pending moves of that folder and the folders
+    /// it lies in (one of them may lie inside the moved folder on the remote, DECISIONS 286). A
     /// change merged into a pending creation moves it to the end of the journal (`cp -a` sets a
     /// folder's mode and times after filling it; a folder made and then renamed), behind what waits
     /// for it to exist; in journal order, what is inside would wait for it forever (DECISIONS 170).
@@ -129,8 +131,31 @@ extension MetadataStore {
                 ).map(Self.pendingChange))
             // The pending creation of each folder asked about (nil: it has none), by identifier.
             var creations: [String: PendingWork?] = [:]
-            for (entry, identifier) in changes {
-                if case .change(let change, _) = entry, change.isCreation { creations[identifier] = entry }
+            // The folders of the head that move, by inode.
+            var folderMoves: Set<UInt64> = []
+            for (entry, identifier, kind) in changes {
+                guard case .change(let change, _) = entry else { continue }
+                if change.isCreation { creations[identifier] = entry }
+                if kind == .directory, Self.isMove(change) { folderMoves.insert(change.inode) }
+            }
+            // The pending moves of a folder and of the folders it lies in, here (once per folder).
+            var ancestorMoves: [String: [PendingWork]] = [:]
+            func pendingMoves(around folder: ItemIdentifier) throws -> [PendingWork] {
+                if let known = ancestorMoves[folder.rawValue] { return known }
+                let moves = try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            WITH RECURSIVE chain(identifier) AS (
+                              SELECT ? UNION
+                              SELECT item.parentIdentifier FROM item JOIN chain ON item.identifier = chain.identifier)
+                            \(Self.pendingChangeColumns) JOIN chain ON chain.identifier = item.identifier
+                            WHERE NOT pendingChange.isCreation AND ((fields | sending) & ?) != 0
+                            ORDER BY pendingChange.sequence
+                            """), arguments: [folder.rawValue, Int64(ItemFields.parentIdentifier.rawValue)]
+                ).map { Self.pendingChange($0).work }
+                for case .change(let change, _) in moves { folderMoves.insert(change.inode) }
+                ancestorMoves[folder.rawValue] = moves
+                return moves
             }
             let deletions = try PendingDeletion.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM pendingDeletion ORDER BY sequence LIMIT ?"), arguments: [limit]
@@ -142,7 +167,10 @@ extension MetadataStore {
             var ordered: [PendingWork] = []
             func place(_ entry: PendingWork) throws {
                 guard placed.insert(entry).inserted else { return }
-                if case .change(_, let parent) = entry {
+                if case .change(let change, let parent) = entry {
+                    if folderMoves.contains(change.inode) {
+                        for move in try pendingMoves(around: parent) { try place(move) }
+                    }
                     if creations[parent.rawValue] == nil {
                         creations[parent.rawValue] = .some(
                             try Row.fetchOne(
@@ -162,16 +190,23 @@ extension MetadataStore {
         }
     }
 
-    /// What `pendingWork` reads of a change: the entry, its item's parent and identifier.
+    /// What `pendingWork` reads of a change: the entry, its item's parent, identifier and kind.
     private static let pendingChangeColumns = """
-        SELECT pendingChange.*, item.parentIdentifier, item.identifier
+        SELECT pendingChange.*, item.parentIdentifier, item.identifier, item.kind
         FROM pendingChange JOIN item ON item.inode = pendingChange.inode
         """
 
     /// Decodes a `pendingChangeColumns` row.
-    private static func pendingChange(_ row: Row) -> (work: PendingWork, identifier: String) {
+    private static func pendingChange(_ row: Row) -> (work: PendingWork, identifier: String, kind: ItemKind?) {
         let work = PendingWork.change(PendingChange(row: row, from: 0), parent: ItemIdentifier(row[7] as String))
-        return (work, row[8])
+        return (work, row[8], ItemKind(rawValue: row[9]))
+    }
+
+    /// Whether a change moves an item the remote has (or is being told of) to a folder: not a
+    /// creation still to send, nor a rename in place.
+    private static func isMove(_ change: PendingChange) -> Bool {
+        (!change.isCreation || !change.sending.isEmpty)
+            && change.fields.union(change.sending).contains(.parentIdentifier)
     }
 
     /// The pending change of an item, if any.

@@ -463,7 +463,7 @@ final class Uploader: Sendable {
             if change.attempts > 0, let aside = try await movedAside(item, fields: change.fields, of: record) {
                 // An earlier attempt moved it aside and its answer was lost (kill -9, an outage):
                 // it is there, and takes its own name when the journal reaches it again.
-                return try await adopt(aside, of: record, kind: item.kind, stillPending: change.fields)
+                return try await adopt(aside, of: record, kind: item.kind, stillPending: Self.leftAside(change.fields))
             }
             // Deleted on the remote while changed here: as if the change round had seen it first,
             // what holds local work (bytes written here) is kept and created anew, the rest goes
@@ -480,8 +480,15 @@ final class Uploader: Sendable {
             aside.filename = TemporaryName.make(for: item.filename, inode: record.inode)
             try await modify(
                 aside, fields: change.fields.intersection(.parentIdentifier).union(.filename), of: record,
-                contents: nil, options: [], stillPending: change.fields.union(.filename))
+                contents: nil, options: [], stillPending: Self.leftAside(change.fields))
         }
+    }
+
+    /// What stays journalled of a change whose item waits under a temporary name in its target
+    /// folder: its name and the fields not sent, not the folder, so that the rest is a rename in
+    /// place, which what moves into the item need not wait for (DECISIONS 286).
+    private static func leftAside(_ fields: ItemFields) -> ItemFields {
+        fields.subtracting(.parentIdentifier).union(.filename)
     }
 
     /// Applies `fields` of `item` on the remote and records the result; `stillPending` stay in

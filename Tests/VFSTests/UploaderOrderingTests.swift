@@ -77,6 +77,31 @@ struct UploaderOrderingTests {
         #expect(try await vfs.fileSystem.uploadQueue().first.first { $0.name == "refused" }?.isStuck != true)
     }
 
+    /// A folder moved into one that lies inside it on the remote goes after that one's move out,
+    /// also when a later change moved the other's entry behind it (seed 826327: the move of `a`
+    /// into `b` was refused as a move into itself at every attempt, and the queue stopped).
+    @Test func aFolderMovedIntoOneInsideItWaitsForThatOnesMoveOut() async throws {
+        let remote = InMemoryProvider()
+        for folder in ["a", "a/b"] { _ = try remote.addDirectory(path: folder) }
+        _ = try remote.addFile(path: "a/b/kept", text: "kept")
+        let vfs = try await VFSHarness.make(
+            provider: remote, uploadSettle: .seconds(600), uploadBurstLag: .seconds(600))
+        var operations = TreeOperations(vfs: vfs)
+        try await operations.learn(["a", "a/b"], files: ["a/b/kept"])
+        try await operations.move("a/b", to: "b")
+        try await operations.move("a", to: "b/a")
+        _ = try await vfs.fileSystem.setattr(
+            inode: try await vfs.resolve("b").inode, changes: AttributeChanges(permissions: 0o750), handle: nil,
+            context: vfs.context)
+        try await vfs.waitForUploads(limit: .seconds(20))
+        let uploaded = try await Self.remoteTree(remote)
+        #expect(
+            uploaded == [
+                "b": .folder(permissions: 0o750), "b/a": .folder(permissions: 0o755),
+                "b/kept": .file(Array("kept".utf8), permissions: 0o644),
+            ])
+    }
+
     /// The remote's tree: each path with its kind and a file's bytes.
     static func remoteTree(_ remote: InMemoryProvider) async throws -> [String: TreeEntry] {
         var tree: [String: TreeEntry] = [:]
@@ -228,7 +253,7 @@ struct TreeOperations {
     }
 
     /// rename(2) of `source` to `target`, replacing a file there; the known paths follow.
-    private mutating func move(_ source: String, to target: String) async throws {
+    mutating func move(_ source: String, to target: String) async throws {
         let (sourceParent, sourceName) = Self.split(source)
         let (targetParent, targetName) = Self.split(target)
         try await vfs.fileSystem.rename(
