@@ -157,6 +157,13 @@ extension ProviderConformance {
             _ = try await provider.modifyItem(
                 rename, baseVersion: other.version, changedFields: .filename, contents: nil, options: [])
         }
+        var folderRename = folder
+        folderRename.filename = Filename(name)
+        try await expectError("renaming a directory onto a taken file name", "filenameCollision", matching: isCollision)
+        {
+            _ = try await provider.modifyItem(
+                folderRename, baseVersion: folder.version, changedFields: .filename, contents: nil, options: [])
+        }
         try expect(
             try await fetch(taken.identifier).bytes == [1], "a refused create or rename overwrote the taken name")
         for item in [taken, folder, other] { try await cleanUp(item) }

@@ -277,7 +277,13 @@ extension WebDAVProvider {
         case 201, 204: return
         case 412: throw ProviderError.filenameCollision(existing: target.identifier)
         case 409: throw ProviderError.noSuchItem(target.parent.identifier)
-        default: throw WebDAVClient.error(for: response.status, path: source, method: request.method)
+        default:
+            // mod_dav answers 400 ("extraneous path components"), not 412, when a folder's
+            // Destination names a file: what is there decides, as for a creation.
+            if response.status.code == 400, let existing = try? await existingItem(at: target) {
+                throw ProviderError.filenameCollision(existing: existing.identifier)
+            }
+            throw WebDAVClient.error(for: response.status, path: source, method: request.method)
         }
     }
 }
