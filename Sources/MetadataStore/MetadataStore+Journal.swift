@@ -85,6 +85,16 @@ extension MetadataStore {
             let unconfirmed = pending.map { $0.isCreation && (!$0.sending.isEmpty || $0.attempts > 0) } ?? false
             if pending.map({ !$0.isCreation }) ?? true || unconfirmed {
                 let item = record.item
+                // Where its creation was last sent, which a move here since did not change (290).
+                let sent = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT parentIdentifier, filename FROM creationPlace WHERE inode = ?
+                            ORDER BY rowid DESC LIMIT 1
+                            """), arguments: [Int64(inode)])
+                let place: (parent: String, filename: Data)? =
+                    unconfirmed
+                    ? (sent?[0] ?? item.parentIdentifier.rawValue, sent?[1] ?? Data(item.filename.bytes)) : nil
                 try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO pendingDeletion
@@ -96,12 +106,13 @@ extension MetadataStore {
                     item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
                     Data(item.version.content), Data(item.version.metadata), toTrash,
                     try Self.path(where: "inode = ?1", [Int64(inode)], in: db),
-                    unconfirmed ? item.parentIdentifier.rawValue : nil, unconfirmed ? Data(item.filename.bytes) : nil,
+                    place?.parent, place?.filename,
                 ])
             }
             for sql in [
                 "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
                 "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
+                "DELETE FROM creationPlace WHERE inode = ?",
             ] {
                 try db.cachedStatement(sql: sql).execute(arguments: [Int64(inode)])
             }
@@ -209,6 +220,22 @@ extension MetadataStore {
             && change.fields.union(change.sending).contains(.parentIdentifier)
     }
 
+    /// Where the unconfirmed creation of the item at `inode` was sent, other than its place now:
+    /// where a lost answer may have left it (DECISIONS 290).
+    public func earlierCreationPlaces(inode: UInt64) async throws -> [(parent: ItemIdentifier, filename: Filename)] {
+        try await database.read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT creationPlace.parentIdentifier, creationPlace.filename
+                        FROM creationPlace JOIN item ON item.inode = creationPlace.inode
+                        WHERE creationPlace.inode = ? AND (item.parentIdentifier != creationPlace.parentIdentifier
+                                                           OR item.filename != creationPlace.filename)
+                        """), arguments: [Int64(inode)]
+            ).map { (ItemIdentifier($0[0] as String), Filename(bytes: Array($0[1] as Data))) }
+        }
+    }
+
     /// The pending change of an item, if any.
     public func pendingChange(inode: UInt64) async throws -> PendingChange? {
         try await database.read { db in
@@ -272,7 +299,15 @@ extension MetadataStore {
             guard change.sequence == sequence, change.isCreation || !change.fields.isEmpty else { return nil }
             try db.cachedStatement(sql: "UPDATE pendingChange SET sending = fields, fields = 0 WHERE inode = ?")
                 .execute(arguments: [Int64(inode)])
-            return (change, try ItemRecord(row: row))
+            let record = try ItemRecord(row: row)
+            if change.isCreation {
+                try db.cachedStatement(
+                    sql: "INSERT OR IGNORE INTO creationPlace (inode, parentIdentifier, filename) VALUES (?, ?, ?)"
+                ).execute(arguments: [
+                    Int64(inode), record.item.parentIdentifier.rawValue, Data(record.item.filename.bytes),
+                ])
+            }
+            return (change, record)
         }
     }
 
@@ -297,6 +332,7 @@ extension MetadataStore {
             try db.cachedStatement(sql: "UPDATE pendingChange SET isCreation = 0 WHERE inode = ?").execute(arguments: [
                 Int64(inode)
             ])
+            try db.cachedStatement(sql: "DELETE FROM creationPlace WHERE inode = ?").execute(arguments: [Int64(inode)])
             try Self.finishSending(inode: inode, in: db)
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
@@ -360,9 +396,19 @@ extension MetadataStore {
                     db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"), arguments: [identifier.rawValue]
                 )
             else {
+                // Unknown here: deleted here, or made by a creation whose answer was lost, at a
+                // place the item has left since (DECISIONS 290).
                 return try Bool.fetchOne(
-                    db.cachedStatement(sql: "SELECT 1 FROM pendingDeletion WHERE identifier = ?"),
-                    arguments: [identifier.rawValue]) ?? false
+                    db.cachedStatement(
+                        sql: """
+                            SELECT 1 FROM pendingDeletion WHERE identifier = ?
+                            UNION ALL
+                            SELECT 1 FROM creationPlace JOIN item ON item.inode = creationPlace.inode
+                            WHERE creationPlace.parentIdentifier = ? AND creationPlace.filename = ?
+                              AND (item.parentIdentifier != creationPlace.parentIdentifier
+                                   OR item.filename != creationPlace.filename)
+                            """),
+                    arguments: [identifier.rawValue, try Self.resolve(folder, in: db), Data(name.bytes)]) ?? false
             }
             let resolvedFolder = try Self.resolve(folder, in: db)
             guard record.item.parentIdentifier.rawValue != resolvedFolder || record.item.filename != name else {
@@ -389,6 +435,7 @@ extension MetadataStore {
                 ("item", "identifier"), ("item", "parentIdentifier"), ("pendingDeletion", "identifier"),
                 ("pendingDeletion", "parentIdentifier"),
                 ("directory", "identifier"), ("content", "identifier"), ("identifierAlias", "remote"),
+                ("creationPlace", "parentIdentifier"),
             ] {
                 try db.cachedStatement(
                     sql: """

@@ -387,6 +387,7 @@ extension MetadataStore {
             for sql in [
                 "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
                 "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
+                "DELETE FROM creationPlace WHERE inode = ?",
             ] {
                 try db.cachedStatement(sql: sql).execute(arguments: [Int64(item.inode)])
             }

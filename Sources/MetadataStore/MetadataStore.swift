@@ -230,6 +230,20 @@ public final class MetadataStore: Sendable {
             try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN parentIdentifier TEXT")
             try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN filename BLOB")
         }
+        migrator.registerMigration("v9-creation-places") { db in
+            // Where a creation was sent, until the remote confirms it: an answer lost (kill -9, an
+            // outage) may have left the item there, and the item may have moved here since
+            // (DECISIONS 290).
+            try db.execute(
+                sql: """
+                    CREATE TABLE creationPlace (
+                      inode INTEGER NOT NULL,
+                      parentIdentifier TEXT NOT NULL,
+                      filename BLOB NOT NULL,
+                      PRIMARY KEY (inode, parentIdentifier, filename)
+                    )
+                    """)
+        }
         return migrator
     }
 

@@ -553,6 +553,12 @@ final class Uploader: Sendable {
 
     private func create(_ item: Item, change: PendingChange, inode: UInt64, contents: URL?) async throws {
         let options: CreateItemOptions = change.attempts > 0 ? [.mayAlreadyExist] : []
+        if change.attempts > 0, let made = try await madeElsewhere(item, inode: inode, contents: contents) {
+            // An earlier attempt made it where the item was then (its answer lost to a kill -9 or
+            // an outage): that one is the item, and everything goes again as its change, a move
+            // to its place now included (DECISIONS 290).
+            return try await completeCreation(of: item, inode: inode, remote: made, stillPending: change.fields)
+        }
         let remote: Item
         var stillPending: ItemFields = []
         do {
@@ -580,6 +586,26 @@ final class Uploader: Sendable {
             stillPending = [.filename]
         }
         try await completeCreation(of: item, inode: inode, remote: remote, stillPending: stillPending)
+    }
+
+    /// What an earlier attempt of the creation of `item` made at a place the item has left since:
+    /// a file there with the item's bytes, or empty (a file created empty is sent without
+    /// contents, DECISIONS 282), or an empty folder.
+    private func madeElsewhere(_ item: Item, inode: UInt64, contents: URL?) async throws -> Item? {
+        guard item.kind != .symlink else { return nil }
+        for place in try await store.earlierCreationPlaces(inode: inode) {
+            // A folder gone meanwhile holds nothing of it.
+            guard let found = try? await child(named: place.filename, of: place.parent), found.kind == item.kind
+            else { continue }
+            switch found.kind {
+            case .file:
+                if found.size == 0 { return found }
+                if contents != nil, try await ours(found, of: found.identifier, bytes: contents) != nil { return found }
+            default:
+                if try await firstChild(of: found.identifier, where: { _ in true }) == nil { return found }
+            }
+        }
+        return nil
     }
 
     /// Records that the creation of `item` made `remote`. Deleted here while it was being created,

@@ -203,6 +203,62 @@ extension MountTests {
             #expect(try String(contentsOfFile: remote.folder + "/theirs.txt", encoding: .utf8) == "theirs\n")
         }
 
+        /// Creations the remote made while their answers were lost, then kill -9, then moved here
+        /// before they were sent again: the retry made each anew at its new place and left the
+        /// first one where it was sent, and an empty file left there took the name a swap gave
+        /// another file, which became a conflict copy (the checker, seed 8010 on Apache;
+        /// DECISIONS 290); one moved, then deleted, stayed there. The second mount refuses the
+        /// creations at their first names, so that none is confirmed before the moves.
+        @Test("kill -9 after the remote made files and a folder, moved before they were confirmed: each at its new place only", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func killAfterCreationsThenMoves(_ kind: WritableRemote.Kind) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("a", "the first file\n")
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let names = ["p", "moved.txt", "folder", "gone.txt"]
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: [
+                    "--inject-faults", names.map { "hang-after:create:\($0)" }.joined(separator: ";"),
+                    "--poll-interval", "0",
+                ])
+            defer { first.unmount() }
+            try await Command.bash(
+                "cd \"$1\" && : > p && echo mine > moved.txt && mkdir folder && echo gone > gone.txt", first.mountpoint
+            ).check()
+            let second = try await Self.killOnceArrived(
+                first,
+                remount: {
+                    try await TestMount.start(
+                        remote: remote.argument, in: scratch,
+                        options: [
+                            "--inject-faults",
+                            names.map { "error=insufficientQuota:create:\($0)" }.joined(separator: ";"),
+                            "--poll-interval", "0",
+                        ])
+                },
+                arrived: { names.allSatisfy { FileManager.default.fileExists(atPath: remote.folder + "/" + $0) } })
+            defer { second.unmount() }
+            try await Command.bash(
+                "cd \"$1\" && mv p t && mv a p && mv t a && echo new > a && mv moved.txt renamed.txt"
+                    + " && mv folder folder-renamed && mv gone.txt gone2.txt && rm gone2.txt",
+                second.mountpoint
+            ).check()
+            try await second.sync()
+            for folder in [second.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+                #expect(
+                    names == ["a", "folder-renamed", "p", "renamed.txt"],
+                    "\(folder) holds \(names): \(second.logTail())")
+                #expect(try String(contentsOfFile: folder + "/a", encoding: .utf8) == "new\n")
+                #expect(try String(contentsOfFile: folder + "/p", encoding: .utf8) == "the first file\n")
+                #expect(try String(contentsOfFile: folder + "/renamed.txt", encoding: .utf8) == "mine\n")
+            }
+        }
+
         /// Waits until the remote holds what `arrived` looks for (the sends' answers hang), kills
         /// the daemon with SIGKILL, clears its mount and mounts again on the same cache with
         /// `remount`.
