@@ -484,6 +484,8 @@ extension FileSystem {
             if filename != source.item.filename || target.identifier != source.item.parentIdentifier {
                 try await self.refuseNameTheRemoteCannotHold(filename, in: target)
             }
+            // Not unless unreachable: a rename replaces what holds the name, which only a listing
+            // tells (a remote item overwritten, not a conflict name).
             try await self.lister.ensureListed(target.identifier)
             if let existing = try await self.store.child(of: target.identifier, named: filename) {
                 guard existing.inode != source.inode else { return }
@@ -525,7 +527,8 @@ extension FileSystem {
         try refuseIfReadOnly()
         let directory = try await directory(parent)
         let filename = try Self.validName(name)
-        try await lister.ensureListed(directory.identifier)
+        // In a folder never listed, with the remote away, the items made here (DECISIONS 182).
+        _ = try await lister.listedUnlessUnreachable(directory.identifier)
         guard let child = try await store.child(of: directory.identifier, named: filename) else {
             throw Errno.noSuchFileOrDirectory
         }

@@ -473,7 +473,9 @@ final class Uploader: Sendable {
             logger.notice("\(path) was deleted on the remote while changed here")
             try await applyRemoteState(record.identifier, true)
         } catch ProviderError.filenameCollision(let existing) {
-            guard try await journalFrees(existing, for: item) else { return try await takeConflictName(record) }
+            guard try await journalFrees(existing, for: item) else {
+                return try await takeConflictName(record, besides: existing)
+            }
             // Taken by an item the journal moves away later (a swap through a temporary name):
             // this one moves aside and takes its name when the journal reaches it again.
             var aside = item
@@ -574,7 +576,7 @@ final class Uploader: Sendable {
             }
             guard try await journalFrees(existing, for: item) else {
                 guard let record = try await store.record(inode: inode) else { return }
-                return try await takeConflictName(record)
+                return try await takeConflictName(record, besides: existing)
             }
             // Taken by an item the journal moves away later (a folder's creation goes before what
             // it holds, and may pass the rename that frees its name): it is made under a
@@ -658,9 +660,12 @@ final class Uploader: Sendable {
         logger.notice("\(path) changed on the remote and here; kept the local one as \(copy.filename)")
     }
 
-    /// The name is taken on the remote: the local item takes a conflict name (journalled, so the
-    /// next attempt uses it) rather than replace what is there.
-    private func takeConflictName(_ record: ItemRecord) async throws {
+    /// The name is taken on the remote, by `holder` when the remote said which: the local item
+    /// takes a conflict name (journalled, so the next attempt uses it) rather than replace what is
+    /// there, and the holder shows at its name here. A listing that ran while the local item held
+    /// the name left it out (a creation offline in a folder never listed, DECISIONS 182), and no
+    /// round reports an item that did not change: it stayed out of the mount for good.
+    private func takeConflictName(_ record: ItemRecord, besides holder: ItemIdentifier?) async throws {
         var item = record.item
         item.filename = ConflictName.make(for: record.item.filename)
         guard
@@ -674,6 +679,12 @@ final class Uploader: Sendable {
         }
         let path = await store.logName(of: record.item.filename.bytes, inFolder: item.parentIdentifier)
         logger.notice("\(path) exists on the remote already; the local one is now \(item.filename)")
+        guard let holder, try await store.record(identifier: holder) == nil else { return }
+        do {
+            try await remoteState.withLock({ $0 })?(holder, false)
+        } catch {
+            logger.warning("\(path) on the remote shows at the next listing of its folder: \(error)")
+        }
     }
 
     private func send(_ deletion: PendingDeletion) async throws {

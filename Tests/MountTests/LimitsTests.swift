@@ -43,7 +43,7 @@ extension MountTests {
         }
 
         @Test(
-            "while the remote is down, creating a file or folder in a folder never listed answers at once; a name the remote holds gets a conflict name",
+            "while the remote is down, creating (and removing) a file or folder in a folder never listed answers at once; a name the remote holds gets a conflict name, and the remote's item shows beside it",
             arguments: [WritableRemote.Kind.folder, .apache])
         func offlineCreationInAFolderNeverListed(_ kind: WritableRemote.Kind) async throws {
             let files = ["sub/taken.txt": "the remote's\n", "sub/other.txt": "other\n"]
@@ -60,7 +60,13 @@ extension MountTests {
                 let took = ContinuousClock.now - started
                 #expect(made.succeeded, "\(kind): \(made)\n\(mount.logTail())")
                 #expect(took < .seconds(10), "\(kind): the creations took \(took)")
+                let removed = await Command.bash(
+                    #"echo gone > "$1/sub/gone.txt" && rm "$1/sub/gone.txt""#, mount.mountpoint
+                ).run()
+                #expect(removed.succeeded, "\(kind): \(removed)\n\(mount.logTail())")
                 try await remote.comeBack()
+                // Listed before the creations are sent: the local taken.txt holds the name.
+                _ = try await Command(["ls", mount.path("sub")]).check()
                 try await mount.sync()
                 let folder = remote.folder + "/sub"
                 #expect(try String(contentsOfFile: folder + "/new.txt", encoding: .utf8) == "mine\n", "\(kind)")
@@ -72,6 +78,12 @@ extension MountTests {
                 let conflict = try #require(
                     names.first { $0.hasPrefix("taken (conflict ") }, "\(kind): no conflict copy in \(names)")
                 #expect(try String(contentsOfFile: folder + "/" + conflict, encoding: .utf8) == "local\n")
+                #expect(!names.contains("gone.txt"), "\(kind): \(names)")
+                // The mount shows both; the remote's file was left out of the folder's first
+                // listing while the local one held its name (DECISIONS 291).
+                let shown = try FileManager.default.contentsOfDirectory(atPath: mount.path("sub")).sorted()
+                #expect(shown == names.sorted(), "\(kind): the mount shows \(shown), the remote has \(names.sorted())")
+                #expect(try String(contentsOfFile: mount.path("sub/taken.txt"), encoding: .utf8) == "the remote's\n")
             }
         }
 

@@ -294,6 +294,15 @@ struct CheckerModel: Sendable {
                 nodes[id] = node
                 remote.names.formUnion(tree.filter { $0.value == id }.map(\.key))
             }
+            // So does a folder renamed here: what the remote writes into it under its old name
+            // lands in it, and follows it to its place here once its move is sent.
+            for (id, node) in nodes where node.kind == .directory {
+                for old in node.names where path.hasPrefix(old + "/") && tree[old] != id {
+                    for (current, held) in tree where held == id {
+                        remote.names.insert(current + String(path.dropFirst(old.count)))
+                    }
+                }
+            }
         }
         add(remote)
     }

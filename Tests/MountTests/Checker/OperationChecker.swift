@@ -158,6 +158,14 @@ final class OperationChecker: @unchecked Sendable {
             // with EHOSTDOWN, and a remote item in a folder never listed is not known (ENOENT:
             // SEMANTICS, Offline; DECISIONS 182); nothing else may.
             let offline = away && (actual == EHOSTDOWN || (actual == ENOENT && expected != ENOENT))
+            // Likewise a creation there over a name only the remote holds succeeds (it would go up
+            // under a conflict name, as SEMANTICS says); the model never made it, so the checker
+            // takes it back at once.
+            if away, actual == 0, expected == EEXIST, let undone = undoCreation(operation) {
+                log.append("\(number). \(operation) = ok (offline: the remote's name is not known here; undone)")
+                guard undone == 0 else { throw failure(["undoing \(operation) returned \(Self.name(undone))"]) }
+                return
+            }
             log.append(
                 "\(number). \(operation) = \(Self.name(actual))\(racing ? " (in a race)" : offline ? " (offline)" : "")"
             )
@@ -183,6 +191,22 @@ final class OperationChecker: @unchecked Sendable {
                     ])
                 }
             }
+        }
+    }
+
+    /// Removes what a `create` or `mkdir` just made (unlinked before its handle closes, so that
+    /// nothing of it is sent); 0 or the errno, nil for another operation.
+    private func undoCreation(_ operation: CheckerOperation) -> Int32? {
+        guard let mount else { return nil }
+        switch operation {
+        case .create(let path, let handle):
+            let removed = unlink(mount.path(path)) == 0 ? 0 : errno
+            if let fd = descriptors.removeValue(forKey: handle) { close(fd) }
+            return removed
+        case .mkdir(let path):
+            return rmdir(mount.path(path)) == 0 ? 0 : errno
+        default:
+            return nil
         }
     }
 
