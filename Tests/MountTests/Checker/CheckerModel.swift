@@ -254,7 +254,9 @@ struct CheckerModel: Sendable {
             guard let id = tree[path], var node = nodes[id], node.kind == .file else { continue }
             node.contested = true
             node.names.formUnion(paths)
-            if node.content != remoteContents[path] { node.obligation = node.content }
+            // What the remote holds under any name of the node (a rename here not sent yet) is
+            // there, and the remote's to overwrite; only a version it has nowhere is owed.
+            if !node.names.contains(where: { remoteContents[$0] == node.content }) { node.obligation = node.content }
             nodes[id] = node
         }
         // Likewise a remote rename onto, or a deletion of, the old name of a file renamed here
