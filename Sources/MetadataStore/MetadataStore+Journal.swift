@@ -220,6 +220,11 @@ extension MetadataStore {
             && change.fields.union(change.sending).contains(.parentIdentifier)
     }
 
+    /// The condition that the item (joined) is no longer at a `creationPlace` row's place.
+    private static let creationPlaceLeft = """
+        (item.parentIdentifier != creationPlace.parentIdentifier OR item.filename != creationPlace.filename)
+        """
+
     /// Where the unconfirmed creation of the item at `inode` was sent, other than its place now:
     /// where a lost answer may have left it (DECISIONS 290).
     public func earlierCreationPlaces(inode: UInt64) async throws -> [(parent: ItemIdentifier, filename: Filename)] {
@@ -229,8 +234,7 @@ extension MetadataStore {
                     sql: """
                         SELECT creationPlace.parentIdentifier, creationPlace.filename
                         FROM creationPlace JOIN item ON item.inode = creationPlace.inode
-                        WHERE creationPlace.inode = ? AND (item.parentIdentifier != creationPlace.parentIdentifier
-                                                           OR item.filename != creationPlace.filename)
+                        WHERE creationPlace.inode = ? AND \(Self.creationPlaceLeft)
                         """), arguments: [Int64(inode)]
             ).map { (ItemIdentifier($0[0] as String), Filename(bytes: Array($0[1] as Data))) }
         }
@@ -405,8 +409,7 @@ extension MetadataStore {
                             UNION ALL
                             SELECT 1 FROM creationPlace JOIN item ON item.inode = creationPlace.inode
                             WHERE creationPlace.parentIdentifier = ? AND creationPlace.filename = ?
-                              AND (item.parentIdentifier != creationPlace.parentIdentifier
-                                   OR item.filename != creationPlace.filename)
+                              AND \(Self.creationPlaceLeft)
                             """),
                     arguments: [identifier.rawValue, try Self.resolve(folder, in: db), Data(name.bytes)]) ?? false
             }
