@@ -297,13 +297,14 @@ extension MetadataStore {
             outcome.keptLocal += 1
             return
         }
-        // Knowing an item means knowing its folder's listing; elsewhere it is learned on listing.
-        guard try isListed(remote.parentIdentifier, in: db),
-            try record(remote.parentIdentifier, in: db) != nil || remote.parentIdentifier == .rootContainer
-        else {
+        // A new item is learned when its folder is listed. One the store knows stays known in a
+        // folder never listed (one made here, say), so that what only the store keeps of it (its
+        // inode, users' attributes a remote cannot hold) is not dropped (DECISIONS 292).
+        guard try record(remote.parentIdentifier, in: db) != nil || remote.parentIdentifier == .rootContainer else {
             if let existing { try removeRemotely(existing, outcome: &outcome, in: db) }
             return
         }
+        guard try existing != nil || isListed(remote.parentIdentifier, in: db) else { return }
         // The store keeps users' attributes apart from the record, and FUSE caches none: when only
         // they may differ, they are taken without counting as a change the kernel must hear of.
         var plain = remote
