@@ -364,8 +364,8 @@ extension MetadataStore {
             // A change that sent no contents (a chmod, a setxattr, a rename) meets a file whose
             // contents moved on the remote meanwhile without a conflict: metadata is last writer
             // wins. Taking the remote's content version with it would show the old bytes (or none)
-            // under the new version for good; kept, the next round brings the new contents in as
-            // any remote change (the checker: an empty file here, 1979 bytes there).
+            // under the new version for good; kept, the uploader then applies the remote's item as
+            // any remote change (the checker: an empty file here, 1979 bytes there; DECISIONS 293).
             let sent = try PendingChange.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)]
             )?.sending ?? []

@@ -292,12 +292,6 @@ final class ChangeReplicator: Sendable {
                 record.item.version.content == item.version.content,
                 record.item.parentIdentifier == item.parentIdentifier, record.item.filename == item.filename
             else { return }
-            // A round forgets an item of a folder never listed; a read must not.
-            if item.parentIdentifier != .rootContainer,
-                try await store.listingState(of: item.parentIdentifier) == .unlisted
-            {
-                return
-            }
             var sweep = RoundSweep(mark: nil)
             _ = try await apply(updated: [item], deleted: [], sweep: &sweep, tellingKernelLater: true)
         } catch {

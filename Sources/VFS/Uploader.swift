@@ -511,6 +511,18 @@ final class Uploader: Sendable {
             inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending)
         {
             nodes.replaceIdentifier(record.identifier, with: identity, inode: InodeNumber(record.inode), kind: kind)
+            // The file's contents moved on on the remote, and the store kept the version it knew.
+            // A round need not report the new one: a file the remote moved onto this one, moved
+            // back here to the name it had, is as the last round saw it there. So it is applied
+            // now, as a round would (DECISIONS 293); the change itself is sent whatever comes of it.
+            if kind == .file, identity.version.content != remote.version.content {
+                do {
+                    try await remoteState.withLock({ $0 })?(remote.identifier, false)
+                } catch {
+                    let path = await store.logName(inode: record.inode)
+                    logger.warning("cannot take the remote's new contents of \(path): \(error)")
+                }
+            }
         }
         if kind == .directory, remote.identifier != record.identifier {
             try await followMove(of: record.identifier, to: remote.identifier)

@@ -320,5 +320,40 @@ extension MountTests {
                 #expect(try String(contentsOfFile: remote.folder + "/p/c.txt", encoding: .utf8) == "made offline\n")
             }
         }
+
+        /// Seed 9010 (Apache): `mv q b.txt` here while the remote moved b.txt onto q. The move sent
+        /// then carried the remote's b.txt back to its name, where the last round had seen it with
+        /// the same ETag, so no round reported it: the mount showed q's bytes there for good
+        /// (DECISIONS 293).
+        @Test("a rename here over a name whose file the remote moved onto the renamed one shows what the remote holds", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func renameOverANameTheRemoteMovedOntoTheSource(_ kind: WritableRemote.Kind) async throws {
+            let files = ["b.txt": String(repeating: "the remote's b.txt\n", count: 100), "p/q": "q, renamed here\n"]
+            try await WriteMountTests.withMount(kind, files: files, options: ["--poll-interval", "0"]) {
+                remote, mount in
+                for name in ["b.txt", "p/q"] { _ = try String(contentsOfFile: mount.path(name), encoding: .utf8) }
+                try remote.goAway()
+                try #require(rename(mount.path("p/q"), mount.path("b.txt")) == 0, "rename: errno \(errno)")
+                let away = kind == .folder ? remote.awayPath : remote.folder
+                try await Command.bash(#"mv -f "$1/b.txt" "$1/p/q""#, away).check()
+                try await remote.comeBack()
+                try await mount.sync()
+                // No round need report b.txt: on Apache it may be just as the last round saw it.
+                let ours = try? String(contentsOfFile: mount.path("b.txt"), encoding: .utf8)
+                let theirs = try? String(contentsOfFile: remote.folder + "/b.txt", encoding: .utf8)
+                #expect(ours == theirs, "\(kind): b.txt is \(ours?.count ?? -1) B here, \(theirs?.count ?? -1) B there")
+                _ = try await Self.signal(mount)
+                try await mount.sync()
+                let there = try await Self.tree(of: remote.folder)
+                let here = try await Self.tree(of: mount.mountpoint)
+                #expect(here == there, "\(kind): the mount has \(here), the remote \(there)\n\(mount.logTail())")
+                for name in there where !name.hasSuffix("/") {
+                    let theirs = try String(contentsOfFile: remote.folder + "/" + name, encoding: .utf8)
+                    let ours = try? String(contentsOfFile: mount.path(name), encoding: .utf8)
+                    #expect(ours == theirs, "\(kind): \(name)")
+                }
+            }
+        }
     }
 }

@@ -65,7 +65,8 @@ final class WritableRemote: @unchecked Sendable {
     /// Where the remote keeps its files.
     var folder: String { scratch.remote }
 
-    private var awayPath: String { scratch.path + "/remote-away" }
+    /// Where a folder remote's files are while it is away (an Apache remote's stay in `folder`).
+    var awayPath: String { scratch.path + "/remote-away" }
 
     /// Makes the remote unreachable.
     func goAway() throws {
