@@ -40,9 +40,10 @@ public struct RemoteChangeOutcome: Sendable {
 extension MetadataStore {
     /// Applies one batch of the remote's changes in one transaction.
     ///
-    /// - Updates of known items replace their records (renames and moves included); an item that
-    ///   moved into a folder the store never listed leaves the store. New items are added where
-    ///   their folder was listed; elsewhere they are learned when the folder is.
+    /// - Updates of known items replace their records (renames and moves included), in a folder
+    ///   never listed too (DECISIONS 292); an item that moved into a folder the store does not
+    ///   know leaves the store. New items are added where their folder was listed; elsewhere they
+    ///   are learned when the folder is.
     /// - A name taken by another item that has no local change means that item is gone or moved
     ///   (its own update, if any, follows): it leaves the store.
     /// - Items with pending changes, or deleted here and not yet on the remote, are left alone. A
