@@ -447,6 +447,9 @@ extension MetadataStore {
                         """
                 ).execute(arguments: arguments)
             }
+            // The items below the new place have the identifiers there now.
+            try db.cachedStatement(sql: "DELETE FROM identifierAlias WHERE local >= ?1 AND local < ?2").execute(
+                arguments: [newPrefix, Self.end(ofPrefix: newPrefix)])
         }
     }
 
@@ -663,6 +666,21 @@ extension MetadataStore {
             ?? identifier.rawValue
     }
 
+    /// Ends the aliases from `identifiers`, which the remote has just given to items: an alias
+    /// from one (the old identifier of an item made here again after the remote deleted it) would
+    /// send every read of the new item to the other (DECISIONS 294). The table is empty but for
+    /// the creations of this mount, so most calls cost one read.
+    static func forgetAliases(from identifiers: some Collection<ItemIdentifier>, in db: Database) throws {
+        guard !identifiers.isEmpty,
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM identifierAlias)")) ?? false
+        else { return }
+        for identifier in identifiers {
+            try db.cachedStatement(sql: "DELETE FROM identifierAlias WHERE local = ?").execute(arguments: [
+                identifier.rawValue
+            ])
+        }
+    }
+
     static func nextSequence(in db: Database) throws -> Int64 {
         guard
             let sequence = try Int64.fetchOne(
@@ -746,6 +764,7 @@ extension MetadataStore {
         try db.cachedStatement(sql: "DELETE FROM item WHERE identifier = ? AND inode != ?").execute(arguments: [
             remote.identifier.rawValue, Int64(inode),
         ])
+        try forgetAliases(from: [remote.identifier], in: db)
         // What only the remote decides comes with the identity: its birth time, what it allows, and
         // the provider's own notes. Left as made here, they differed from the next round's listing,
         // and every creation came back as a remote change (kernel caches dropped for nothing).

@@ -312,6 +312,7 @@ public final class MetadataStore: Sendable {
             if anythingPinned {
                 for item in batch { try inheritPin(item.identifier, in: db) }
             }
+            try forgetAliases(from: batch.lazy.map(\.identifier), in: db)
             batch.removeAll(keepingCapacity: true)
         }
         for item in items {
@@ -334,6 +335,7 @@ public final class MetadataStore: Sendable {
         let inode = try Int64.fetchOne(statement, arguments: try item.databaseArguments())
         guard let inode else { throw DatabaseError(message: "upsert returned no inode") }
         if try anythingPinned(in: db) { try inheritPin(item.identifier, in: db) }
+        try forgetAliases(from: [item.identifier], in: db)
         if let attributes = item.extendedAttributes {
             try adoptRemoteAttributes(attributes, inode: UInt64(inode), in: db)
         }

@@ -65,4 +65,31 @@ struct LocalChangeTests {
         #expect(try await store.child(of: local, named: Filename("a"))?.inode == child.inode)
         #expect(try store.childNow(of: local, named: Filename("a"))?.inode == child.inode)
     }
+
+    /// An item made again after the remote deleted it keeps the remote's old identifier as an
+    /// alias, and a remote that names items by path gives that identifier to a new item sooner or
+    /// later (DECISIONS 294).
+    @Test("an alias from an identifier the remote gave ends when the remote gives it to another item")
+    func anAliasEndsWhenTheRemoteReusesItsIdentifier() async throws {
+        let store = try MetadataStore()
+        let file = try #require(
+            try await store.insertLocalItem(
+                Item(
+                    identifier: ItemIdentifier("/p/q"), parentIdentifier: .rootContainer, filename: Filename("t~"),
+                    kind: .file, size: 0, version: ItemVersion(content: "", metadata: "")),
+                fields: [.contents, .filename]))
+        var made = file.item
+        made.identifier = ItemIdentifier("/p/t~")
+        made.version = ItemVersion(content: "1", metadata: "1")
+        #expect(try await store.completeCreation(inode: file.inode, localIdentifier: file.identifier, remote: made) != nil)
+        #expect(try await store.record(identifier: ItemIdentifier("/p/q"))?.inode == file.inode)
+
+        let folder = Item(
+            identifier: ItemIdentifier("/p/q"), parentIdentifier: .rootContainer, filename: Filename("q"),
+            kind: .directory, size: 0, version: ItemVersion(content: "2", metadata: "2"))
+        let stored = try #require(try await store.upsert([folder]).first)
+        #expect(stored.inode != file.inode)
+        #expect(try await store.record(identifier: ItemIdentifier("/p/q"))?.inode == stored.inode)
+        #expect(try await store.record(identifier: ItemIdentifier("/p/t~"))?.inode == file.inode)
+    }
 }

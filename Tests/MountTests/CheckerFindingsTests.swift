@@ -321,6 +321,38 @@ extension MountTests {
             }
         }
 
+        /// Seed 11014 (Apache): a file changed here while the remote deleted it goes up again as a
+        /// new file, and kept its old identifier (its path) as an alias of its new one. A folder
+        /// made later at that path took the identifier, and the alias sent every lookup and listing
+        /// of it to the file: its children were on the remote and not in the mount (DECISIONS 294).
+        @Test("a name freed by a file the remote deleted while it changed here serves the next item made there", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func nameOfAFileMadeAgainAfterARemoteDeletion(_ kind: WritableRemote.Kind) async throws {
+            try await WriteMountTests.withMount(kind, files: ["p/q": "q, from the remote\n"], options: ["--poll-interval", "0"]) {
+                remote, mount in
+                _ = try String(contentsOfFile: mount.path("p/q"), encoding: .utf8)
+                try remote.goAway()
+                try "q, changed here\n".write(toFile: mount.path("p/q"), atomically: false, encoding: .utf8)
+                try #require(rename(mount.path("p/q"), mount.path("p/t~")) == 0, "rename: errno \(errno)")
+                let away = kind == .folder ? remote.awayPath : remote.folder
+                try FileManager.default.removeItem(atPath: away + "/p/q")
+                try await remote.comeBack()
+                try await mount.sync()
+                // p/t~ went up as a new file. On Apache it carried the identifier /p/q before, which
+                // must not keep standing for it once a new item takes that name.
+                try FileManager.default.createDirectory(atPath: mount.path("p/q"), withIntermediateDirectories: false)
+                try "f, made here\n".write(toFile: mount.path("p/q/f"), atomically: false, encoding: .utf8)
+                try await mount.sync()
+                _ = try await Self.signal(mount)
+                try await mount.sync()
+                let there = try await Self.tree(of: remote.folder)
+                let here = try await Self.tree(of: mount.mountpoint)
+                #expect(there.contains("p/q/f"), "\(kind): the remote has \(there)")
+                #expect(here == there, "\(kind): the mount has \(here), the remote \(there)\n\(mount.logTail())")
+            }
+        }
+
         /// Seed 9010 (Apache): `mv q b.txt` here while the remote moved b.txt onto q. The move sent
         /// then carried the remote's b.txt back to its name, where the last round had seen it with
         /// the same ETag, so no round reported it: the mount showed q's bytes there for good
