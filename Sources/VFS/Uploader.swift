@@ -558,6 +558,16 @@ final class Uploader: Sendable {
         return remote
     }
 
+    /// Whether the store knows the remote item `identifier` as an item other than `inode`: then it
+    /// is that item, whatever its bytes, and never what a lost attempt of the creation of `inode`
+    /// made. An empty file made here where another empty file had been sent (and moved on here)
+    /// took that one's identifier, and the other item, written meanwhile, left the store
+    /// (DECISIONS 295, checker seed 12029).
+    private func isAnotherItem(_ identifier: ItemIdentifier, than inode: UInt64) async throws -> Bool {
+        guard let known = try await store.record(identifier: identifier) else { return false }
+        return known.inode != inode
+    }
+
     /// Whether the remote item `existing` that holds `item`'s name gives it up later in the
     /// journal (deleted or moved here, not yet sent).
     private func journalFrees(_ existing: ItemIdentifier?, for item: Item) async throws -> Bool {
@@ -580,6 +590,7 @@ final class Uploader: Sendable {
                 basedOn: item, fields: change.fields, contents: contents, options: options)
         } catch ProviderError.filenameCollision(let existing) {
             if change.attempts > 0, let existing, item.kind == .file,
+                try await !isAnotherItem(existing, than: inode),
                 let made = try await ours(nil, of: existing, bytes: contents)
             {
                 // An earlier attempt made it (the daemon stopped after the bytes left).
@@ -609,7 +620,8 @@ final class Uploader: Sendable {
         guard item.kind != .symlink else { return nil }
         for place in try await store.earlierCreationPlaces(inode: inode) {
             // A folder gone meanwhile holds nothing of it.
-            guard let found = try? await child(named: place.filename, of: place.parent), found.kind == item.kind
+            guard let found = try? await child(named: place.filename, of: place.parent), found.kind == item.kind,
+                try await !isAnotherItem(found.identifier, than: inode)
             else { continue }
             switch found.kind {
             case .file:

@@ -46,6 +46,19 @@ extension MountTests {
             }
         }
 
+        /// Sequences of the long run that found a bug, replayed as they failed: 11014 (Apache, an
+        /// alias that outlived its identifier, DECISIONS 294), 12029 (folder remote, an empty file
+        /// that took another's identifier, DECISIONS 295).
+        static let findings: [(seed: UInt64, operations: Int, kind: WritableRemote.Kind)] = [
+            (11014, 44, .apache), (12029, 70, .folder),
+        ]
+
+        @Test("sequences that once found a bug keep what they check", arguments: findings.indices)
+        func finding(index: Int) async throws {
+            let finding = Self.findings[index]
+            _ = try await Self.check(seed: finding.seed, operations: finding.operations, kind: finding.kind)
+        }
+
         /// The long run: FPFS_CHECK_SEQUENCES sequences (seeds from FPFS_CHECK_SEED, else from the
         /// clock) of FPFS_CHECK_OPS steps each, on each remote of FPFS_CHECK_REMOTE (`folder`,
         /// `apache` or both, comma-separated).
