@@ -26,7 +26,8 @@ public struct RemoteChangeOutcome: Sendable {
     public var releasedLocalContent: [UInt64] = []
     /// Changes not applied because the item has local changes the remote has not seen.
     public var keptLocal = 0
-    /// Folders to list again: a remote item waits there for a local one to leave its name.
+    /// Folders to list again: a remote item waits there for a local one to leave its name, or an
+    /// item the remote deleted stays until the uploader's send of a move above it settles it.
     public var foldersToList: [ItemIdentifier] = []
     /// Items left alone because this mount's uploads changed them after the round's mark: what
     /// the remote said of them may be older than what the store holds. Ask the remote again.
@@ -51,7 +52,8 @@ extension MetadataStore {
     ///   as creations, so that nothing written here is lost.
     /// - With a `mark` (`ownWritesMark`, taken before the remote was asked), items this mount's
     ///   uploads changed since are left alone and listed in `raced`: the remote's answer may
-    ///   predate the upload (DECISIONS 270).
+    ///   predate the upload (DECISIONS 270). Deletions of items in a move that may have reached
+    ///   the remote are left to the uploader (DECISIONS 296).
     /// - `releaseLocalContent(inode)` is asked before a file whose content lives in the local
     ///   folder takes a new remote version; false (a writer has it open) leaves the item alone.
     public func applyRemoteChanges(
@@ -69,6 +71,10 @@ extension MetadataStore {
                     continue
                 }
                 guard let record = try Self.record(identifier, in: db), record.inode != 1 else { continue }
+                if mark != nil, try Self.liesInUnconfirmedMove(record, in: db) {
+                    outcome.foldersToList.append(record.item.parentIdentifier)
+                    continue
+                }
                 try Self.removeRemotely(record, outcome: &outcome, in: db)
             }
             for item in updated where item.identifier != .rootContainer {
@@ -264,6 +270,34 @@ extension MetadataStore {
     private static func hasLocalContent(_ inode: UInt64, in db: Database) throws -> Bool {
         try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM localContent WHERE inode = ?"), arguments: [Int64(inode)]) ?? false
+    }
+
+    /// Whether `record`, or a folder above it, has a move journalled that may have reached the
+    /// remote already (under way, or tried before): a round that finds the item gone may see that
+    /// move, not a deletion. Taken for one, everything written below the folder was journalled
+    /// as creations and met itself at the new name as conflict copies (checker seed 13020 on
+    /// Apache). The uploader's send of the move settles it: its answer moves the subtree, and a
+    /// remote without the item answers `noSuchItem`, which applies the deletion as a round would
+    /// (DECISIONS 296).
+    private static func liesInUnconfirmedMove(_ record: ItemRecord, in db: Database) throws -> Bool {
+        let moves = ItemFields([.filename, .parentIdentifier])
+        let anyUnconfirmed = try Bool.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM pendingChange
+                      WHERE NOT isCreation AND (sending != 0 OR attempts > 0) AND ((fields | sending) & ?) != 0)
+                    """), arguments: [Int64(moves.rawValue)])
+        guard anyUnconfirmed == true else { return false }
+        var current: ItemRecord? = record
+        while let item = current, item.inode != 1 {
+            if let change = try pending(item.inode, in: db), !change.isCreation,
+                !change.sending.isEmpty || change.attempts > 0, !change.fields.union(change.sending).isDisjoint(with: moves)
+            {
+                return true
+            }
+            current = try Self.record(item.item.parentIdentifier, in: db)
+        }
+        return false
     }
 
     /// Local work a remote deletion must not take away: an item never sent, or a file whose

@@ -88,6 +88,44 @@ extension MountTests {
             #expect(try String(contentsOfFile: second.path(inside), encoding: .utf8) == "inside\n")
         }
 
+        /// A folder's move whose MOVE the server made while its answer had not come yet, a file in
+        /// it written meanwhile, and a change round (`fpfs signal`): the round found nothing at the
+        /// folder's old path and took it for deleted on the remote. What was written in it was
+        /// journalled as creations, which met the moved items at the new name: conflict copies of
+        /// the folder and the file, nobody's (the checker, seed 13020 on Apache; DECISIONS 296).
+        /// The answer never comes here; kill -9 and a remount let the move's next attempt find it
+        /// made.
+        @Test("a change round while a folder's move is under way, a file in it written: no conflict copy", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func aRoundWhileAFolderMoveIsUnderWay(_ kind: WritableRemote.Kind) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("folder/inside.txt", "inside\n")
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:modify:renamed", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash(
+                "cd \"$1\" && cat folder/inside.txt > /dev/null && mv folder renamed && echo 'written here' >> renamed/inside.txt",
+                first.mountpoint
+            ).check()
+            let second = try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) {
+                guard FileManager.default.fileExists(atPath: remote.folder + "/renamed") else { return false }
+                try await FpfsBinary.command(["signal", first.mountpoint], timeout: .seconds(90)).check()
+                return true
+            }
+            defer { second.unmount() }
+            try await second.sync()
+            for root in [second.mountpoint, remote.folder] {
+                let found = try await Command.bash("cd \"$1\" && find . -mindepth 1 | sort", root).check()
+                #expect(found.lines == ["./renamed", "./renamed/inside.txt"], "\(root) holds \(found.lines): \(second.logTail())")
+                #expect(try String(contentsOfFile: root + "/renamed/inside.txt", encoding: .utf8) == "inside\nwritten here\n")
+            }
+        }
+
         /// A swap through a temporary name (`mv q t; mv a q; mv t a`) moves one file aside on the
         /// remote first, to `.fpfs-moving-INODE-q`, while `q` is still the other's (DECISIONS 171).
         /// When that move's answer was lost and the daemon killed, the next attempt found nothing
