@@ -760,10 +760,7 @@ extension MetadataStore {
             version: keepingContentVersion
                 ? ItemVersion(content: record.item.version.content, metadata: remote.version.metadata) : remote.version,
             creationDate: remote.creationDate, capabilities: remote.capabilities, userInfo: remote.userInfo)
-        // A row still holding the remote identifier is stale: the remote says it is this item now.
-        try db.cachedStatement(sql: "DELETE FROM item WHERE identifier = ? AND inode != ?").execute(arguments: [
-            remote.identifier.rawValue, Int64(inode),
-        ])
+        try releaseIdentifier(remote.identifier, except: inode, in: db)
         try forgetAliases(from: [remote.identifier], in: db)
         // What only the remote decides comes with the identity: its birth time, what it allows, and
         // the provider's own notes. Left as made here, they differed from the next round's listing,
@@ -789,6 +786,38 @@ extension MetadataStore {
                 arguments: [remote.identifier.rawValue, old.rawValue])
         }
         return identity
+    }
+
+    /// Takes `identifier` from every item but `inode`'s, since the remote says it is that item
+    /// now. A row still holding it is stale, and goes, unless it holds local work: an item kept as
+    /// a creation when the remote deleted its own keeps that item's identifier until it is sent,
+    /// and on a remote whose identifiers are paths another item can take it first (a file moved
+    /// to the name). Deleted, the row took the bytes written here with it (a swap whose file moved
+    /// aside was edited; DECISIONS 297). It gets an identifier of its own instead, and stays a
+    /// creation.
+    private static func releaseIdentifier(_ identifier: ItemIdentifier, except inode: UInt64, in db: Database) throws {
+        let holders = try ItemRecord.fetchAll(
+            db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ? AND inode != ?"),
+            arguments: [identifier.rawValue, Int64(inode)])
+        for holder in holders {
+            guard try holdsLocalWork(holder, in: db) else {
+                try db.cachedStatement(sql: "DELETE FROM item WHERE inode = ?").execute(arguments: [Int64(holder.inode)])
+                continue
+            }
+            let local = ItemIdentifier.makeLocal()
+            try db.cachedStatement(sql: "UPDATE item SET identifier = ? WHERE inode = ?").execute(arguments: [
+                local.rawValue, Int64(holder.inode),
+            ])
+            if holder.item.kind == .directory {
+                for table in ["item", "pendingDeletion"] {
+                    try db.cachedStatement(sql: "UPDATE \(table) SET parentIdentifier = ? WHERE parentIdentifier = ?")
+                        .execute(arguments: [local.rawValue, identifier.rawValue])
+                }
+                try db.cachedStatement(sql: "UPDATE OR REPLACE directory SET identifier = ? WHERE identifier = ?")
+                    .execute(arguments: [local.rawValue, identifier.rawValue])
+            }
+            if try pending(holder.inode, in: db)?.isCreation != true { try journalCreation(of: holder, in: db) }
+        }
     }
 
     /// An item deleted here while a send of it was under way: its pending deletion must name what

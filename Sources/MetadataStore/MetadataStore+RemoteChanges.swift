@@ -262,12 +262,12 @@ extension MetadataStore {
             db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"), arguments: [identifier.rawValue])
     }
 
-    private static func pending(_ inode: UInt64, in db: Database) throws -> PendingChange? {
+    static func pending(_ inode: UInt64, in db: Database) throws -> PendingChange? {
         try PendingChange.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)])
     }
 
-    private static func hasLocalContent(_ inode: UInt64, in db: Database) throws -> Bool {
+    static func hasLocalContent(_ inode: UInt64, in db: Database) throws -> Bool {
         try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM localContent WHERE inode = ?"), arguments: [Int64(inode)]) ?? false
     }
@@ -302,7 +302,7 @@ extension MetadataStore {
 
     /// Local work a remote deletion must not take away: an item never sent, or a file whose
     /// content was written here. (A pending chmod or rename of a deleted item is simply lost.)
-    private static func holdsLocalWork(_ record: ItemRecord, in db: Database) throws -> Bool {
+    static func holdsLocalWork(_ record: ItemRecord, in db: Database) throws -> Bool {
         guard let change = try pending(record.inode, in: db) else { return false }
         if change.isCreation || change.fields.union(change.sending).contains(.contents) { return true }
         return record.item.kind == .file ? try hasLocalContent(record.inode, in: db) : false
@@ -435,16 +435,22 @@ extension MetadataStore {
         // Folders first, so each is created on the remote before what it holds.
         for item in subtree where kept.contains(item.identifier) {
             outcome.keptLocal += 1
-            var fields: ItemFields = [.filename, .parentIdentifier, .contentModificationDate, .permissions]
-            if item.item.kind == .file { fields.insert(.contents) }
-            if item.item.kind == .symlink { fields.insert(.symlinkTarget) }
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 1, ?)
-                    ON CONFLICT(inode) DO UPDATE SET isCreation = 1, sequence = excluded.sequence,
-                      fields = fields | sending | excluded.fields, sending = 0
-                    """
-            ).execute(arguments: [Int64(item.inode), try nextSequence(in: db), Int64(fields.rawValue)])
+            try journalCreation(of: item, in: db)
         }
+    }
+
+    /// Journals `record` as a creation of all it is, after every entry there: the remote no longer
+    /// has the item it was.
+    static func journalCreation(of record: ItemRecord, in db: Database) throws {
+        var fields: ItemFields = [.filename, .parentIdentifier, .contentModificationDate, .permissions]
+        if record.item.kind == .file { fields.insert(.contents) }
+        if record.item.kind == .symlink { fields.insert(.symlinkTarget) }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO pendingChange (inode, sequence, isCreation, fields) VALUES (?, ?, 1, ?)
+                ON CONFLICT(inode) DO UPDATE SET isCreation = 1, sequence = excluded.sequence,
+                  fields = fields | sending | excluded.fields, sending = 0
+                """
+        ).execute(arguments: [Int64(record.inode), try nextSequence(in: db), Int64(fields.rawValue)])
     }
 }

@@ -460,7 +460,9 @@ final class Uploader: Sendable {
             }
             try await keepBoth(record, localContents: contents, snapshot: &snapshot)
         } catch ProviderError.noSuchItem {
-            if change.attempts > 0, let aside = try await movedAside(item, fields: change.fields, of: record) {
+            if change.attempts > 0,
+                let aside = try await movedAside(item, fields: change.fields, of: record, contents: contents)
+            {
                 // An earlier attempt moved it aside and its answer was lost (kill -9, an outage):
                 // it is there, and takes its own name when the journal reaches it again.
                 return try await adopt(aside, of: record, kind: item.kind, stillPending: Self.leftAside(change.fields))
@@ -531,14 +533,20 @@ final class Uploader: Sendable {
 
     /// The item of `record` under the temporary name a move of it to `item`'s name takes while
     /// that name is another's (a swap), when an earlier attempt put it there: a folder, or a file
-    /// with the version the move began from (DECISIONS 285).
-    private func movedAside(_ item: Item, fields: ItemFields, of record: ItemRecord) async throws -> Item? {
+    /// with the version the move began from (DECISIONS 285) or with the `contents` being sent.
+    /// A change of bytes and name sends the bytes first on WebDAV (`PUT`, then `MOVE`), so the
+    /// file moved aside after the move met the other holds the new bytes (DECISIONS 297).
+    private func movedAside(_ item: Item, fields: ItemFields, of record: ItemRecord, contents: URL?) async throws
+        -> Item?
+    {
         guard !fields.isDisjoint(with: [.filename, .parentIdentifier]), !item.parentIdentifier.isLocal,
             let found = try await child(
                 named: TemporaryName.make(for: item.filename, inode: record.inode), of: item.parentIdentifier),
-            found.kind == item.kind, item.kind == .directory || found.version.content == record.item.version.content
+            found.kind == item.kind
         else { return nil }
-        return found
+        if item.kind == .directory || found.version.content == record.item.version.content { return found }
+        guard fields.contains(.contents), let contents else { return nil }
+        return try await ours(found, of: found.identifier, bytes: contents)
     }
 
     /// The remote item `identifier` (as `known`, or asked for) when its content is exactly the

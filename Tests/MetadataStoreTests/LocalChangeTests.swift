@@ -92,4 +92,45 @@ struct LocalChangeTests {
         #expect(try await store.record(identifier: ItemIdentifier("/p/q"))?.inode == stored.inode)
         #expect(try await store.record(identifier: ItemIdentifier("/p/t~"))?.inode == file.inode)
     }
+
+    /// An item kept as a creation when the remote deleted its own keeps that one's identifier until
+    /// it is sent; on a remote that names items by path, another item moved to that path takes it
+    /// first (DECISIONS 297).
+    @Test("an item kept as a creation keeps its bytes when another item takes the identifier it had")
+    func anItemKeptAsACreationOutlivesItsIdentifier() async throws {
+        let store = try MetadataStore()
+        let version = ItemVersion(content: "1", metadata: "1")
+        let stored = try await store.upsert([
+            Item(
+                identifier: ItemIdentifier("/a"), parentIdentifier: .rootContainer, filename: Filename("a"), kind: .file,
+                size: 1, version: version),
+            Item(
+                identifier: ItemIdentifier("/q"), parentIdentifier: .rootContainer, filename: Filename("q"), kind: .file,
+                size: 1, version: version),
+        ])
+        let (edited, moved) = (try #require(stored.first { $0.item.filename == Filename("a") }), try #require(stored.first { $0.item.filename == Filename("q") }))
+        var item = edited.item
+        item.filename = Filename("b")
+        item.size = 5
+        _ = try await store.saveLocalChange(item, inode: edited.inode, fields: [.contents, .filename])
+        _ = try await store.applyRemoteChanges(updated: [], deleted: [ItemIdentifier("/a")]) { _ in true }
+        #expect(try await store.record(inode: edited.inode)?.identifier == ItemIdentifier("/a"))
+
+        var renamed = moved.item
+        renamed.filename = Filename("a")
+        _ = try await store.saveLocalChange(renamed, inode: moved.inode, fields: .filename)
+        renamed.identifier = ItemIdentifier("/a")
+        renamed.version = ItemVersion(content: "2", metadata: "2")
+        #expect(
+            try await store.completeModification(inode: moved.inode, previousIdentifier: ItemIdentifier("/q"), remote: renamed)
+                != nil)
+        #expect(try await store.record(identifier: ItemIdentifier("/a"))?.inode == moved.inode)
+        let kept = try #require(try await store.record(inode: edited.inode), "the edited file left the store")
+        #expect(kept.identifier.isLocal && kept.item.filename == Filename("b") && kept.item.size == 5)
+        let creations = try await store.pendingWork(limit: 10).compactMap { work -> UInt64? in
+            guard case .change(let change, _) = work, change.isCreation else { return nil }
+            return change.inode
+        }
+        #expect(creations == [edited.inode])
+    }
 }

@@ -7,7 +7,7 @@ extension ItemIdentifier {
     /// Its 128 random bits come from the system's generator (`getrandom`): Foundation's `UUID()`
     /// opens and reads /dev/urandom on Linux at every call, a file open on a cooperative thread for
     /// every file or folder made.
-    static func makeLocal() -> ItemIdentifier {
+    public static func makeLocal() -> ItemIdentifier {
         var generator = SystemRandomNumberGenerator()
         let bits = (generator.next() as UInt64, generator.next() as UInt64)
         return ItemIdentifier(localPrefix + hex(bits.0) + hex(bits.1))
@@ -20,5 +20,5 @@ extension ItemIdentifier {
     }
 
     /// True for an identifier the remote has not given yet.
-    var isLocal: Bool { rawValue.hasPrefix(Self.localPrefix) }
+    public var isLocal: Bool { rawValue.hasPrefix(Self.localPrefix) }
 }
