@@ -777,15 +777,21 @@ extension MetadataStore {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)").execute(
                 arguments: [old.rawValue, remote.identifier.rawValue])
         }
+        try moveReferences(from: old, to: remote.identifier, in: db)
+        return identity
+    }
+
+    /// Points what names an item by `old` (its children, their pending deletions, its listing and
+    /// cached contents) at `new`, the identifier the item now has.
+    private static func moveReferences(from old: ItemIdentifier, to new: ItemIdentifier, in db: Database) throws {
         for table in ["item", "pendingDeletion"] {
             try db.cachedStatement(sql: "UPDATE \(table) SET parentIdentifier = ? WHERE parentIdentifier = ?")
-                .execute(arguments: [remote.identifier.rawValue, old.rawValue])
+                .execute(arguments: [new.rawValue, old.rawValue])
         }
         for table in ["directory", "content"] {
             try db.cachedStatement(sql: "UPDATE OR REPLACE \(table) SET identifier = ? WHERE identifier = ?").execute(
-                arguments: [remote.identifier.rawValue, old.rawValue])
+                arguments: [new.rawValue, old.rawValue])
         }
-        return identity
     }
 
     /// Takes `identifier` from every item but `inode`'s, since the remote says it is that item
@@ -808,14 +814,7 @@ extension MetadataStore {
             try db.cachedStatement(sql: "UPDATE item SET identifier = ? WHERE inode = ?").execute(arguments: [
                 local.rawValue, Int64(holder.inode),
             ])
-            if holder.item.kind == .directory {
-                for table in ["item", "pendingDeletion"] {
-                    try db.cachedStatement(sql: "UPDATE \(table) SET parentIdentifier = ? WHERE parentIdentifier = ?")
-                        .execute(arguments: [local.rawValue, identifier.rawValue])
-                }
-                try db.cachedStatement(sql: "UPDATE OR REPLACE directory SET identifier = ? WHERE identifier = ?")
-                    .execute(arguments: [local.rawValue, identifier.rawValue])
-            }
+            try moveReferences(from: identifier, to: local, in: db)
             if try pending(holder.inode, in: db)?.isCreation != true { try journalCreation(of: holder, in: db) }
         }
     }
