@@ -255,6 +255,18 @@ extension MetadataStore {
         }
     }
 
+    /// The folders whose listing the store holds whose identifiers start with `prefix`.
+    public func listedDirectories(below prefix: String) async throws -> [ItemIdentifier] {
+        guard let end = Self.end(ofPrefix: prefix) else { return [] }
+        return try await database.read { db in
+            try String.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT identifier FROM directory WHERE isComplete != 0 AND identifier >= ? AND identifier < ?"),
+                arguments: [prefix, end]
+            ).map { ItemIdentifier($0) }
+        }
+    }
+
     // MARK: Helpers
 
     private static func record(_ identifier: ItemIdentifier, in db: Database) throws -> ItemRecord? {

@@ -128,8 +128,8 @@ public final class FileSystem: FileSystemOperations {
         self.listingAhead = ListingAhead(lister: lister, depth: configuration.listingAheadDepth, logger: logger)
         self.gate = ProcessGate(names: configuration.nonMaterializingProcesses)
         self.uploader = Uploader(
-            provider: provider, store: store, localFiles: localFiles, nodes: nodes, configuration: configuration,
-            statistics: statistics, logger: logger)
+            provider: provider, store: store, localFiles: localFiles, nodes: nodes, lister: lister,
+            configuration: configuration, statistics: statistics, logger: logger)
         let uploader = self.uploader
         self.fetcher = ContentFetcher(
             provider: provider, cache: cache, store: store, kernel: uploader.kernel, configuration: configuration,

@@ -48,6 +48,7 @@ final class Uploader: Sendable {
     private let store: MetadataStore
     private let localFiles: LocalFileFolder
     private let nodes: NodeTable
+    private let lister: DirectoryLister
     let kernel: KernelCache
     private let depth: Int
     /// How long the journal must be quiet before its changes are sent.
@@ -96,13 +97,14 @@ final class Uploader: Sendable {
 
     init(
         provider: any FileProvider, store: MetadataStore, localFiles: LocalFileFolder, nodes: NodeTable,
-        configuration: VFSConfiguration, statistics: Statistics, logger: Logger
+        lister: DirectoryLister, configuration: VFSConfiguration, statistics: Statistics, logger: Logger
     ) {
         self.statistics = statistics
         self.provider = provider
         self.store = store
         self.localFiles = localFiles
         self.nodes = nodes
+        self.lister = lister
         self.kernel = KernelCache(store: store, logger: logger)
         self.depth = configuration.uploadDepth
         self.settle = configuration.uploadSettle
@@ -659,13 +661,18 @@ final class Uploader: Sendable {
 
     /// A remote whose identifiers are places gave a moved folder a new identifier, and so every
     /// item that was below it there: they take theirs at once, by prefix, wherever they are here
-    /// (DECISIONS 280).
+    /// (DECISIONS 280). What the remote changed below the folder since the last round, a round
+    /// reports under the identifiers the move replaced, and cannot apply: the folder and the
+    /// folders below it are listed again at their next use (DECISIONS 298).
     private func followMove(of folder: ItemIdentifier, to moved: ItemIdentifier) async throws {
         guard let places = provider as? any PathIdentifying, let old = places.identifierPrefix(below: folder),
             let new = places.identifierPrefix(below: moved)
         else { return }
         try await store.rebaseIdentifiers(below: old, onto: new)
         nodes.rebaseIdentifiers(below: old, onto: new)
+        let below = try await store.listedDirectories(below: new)
+        lister.forget([folder] + below.map { ItemIdentifier(old + $0.rawValue.dropFirst(new.count)) })
+        try await lister.markStale([moved] + below)
     }
 
     /// The remote changed the file since the local edit began: the local content goes up as a

@@ -78,6 +78,24 @@ extension MountTests {
             }
         }
 
+        @Test(
+            "a remote change below a folder moved here before the next round shows once the move is sent",
+            arguments: [WritableRemote.Kind.folder, .apache])
+        func changeBelowAMovedFolder(_ kind: WritableRemote.Kind) async throws {
+            let files = ["d/a.txt": "", "d/kept.txt": "kept\n"]
+            try await WriteMountTests.withMount(kind, files: files, options: ["--poll-interval", "0"]) { remote, mount in
+                #expect(try await Self.contents(of: mount) == files)
+                // A round, so that the next one compares with a walk that had d/a.txt (checker
+                // seed 14003: an empty file that outlived its remote rename, DECISIONS 298).
+                _ = try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+                try FileManager.default.moveItem(atPath: remote.folder + "/d/a.txt", toPath: remote.folder + "/d/b.txt")
+                try FileManager.default.moveItem(atPath: mount.path("d"), toPath: mount.path("e"))
+                _ = try await FpfsBinary.command(["sync", mount.mountpoint], timeout: .seconds(90)).check()
+                _ = try await FpfsBinary.command(["signal", mount.mountpoint], timeout: .seconds(90)).check()
+                #expect(try await Self.contents(of: mount) == ["e/b.txt": "", "e/kept.txt": "kept\n"])
+            }
+        }
+
         @Test("a poll brings the changes without a signal", arguments: [WritableRemote.Kind.folder, .nextcloud])
         func pollShowsChanges(_ kind: WritableRemote.Kind) async throws {
             try await WriteMountTests.withMount(kind, files: Self.files, options: ["--poll-interval", "1"]) {
