@@ -11,13 +11,15 @@ extension MetadataStore {
     /// lives in the local folder. A new directory is complete: it has no children anywhere yet.
     /// Nil when its folder has an item of that name already (checked in the same transaction).
     /// `whileInserting` gets the new inode before the transaction commits, so what it records
-    /// holds before the uploader can read the entry; it must not block.
+    /// holds before the uploader can read the entry; it must not block. With `folder`, the item's
+    /// parent is the folder at that inode, as the store names it now (see `parent(_:in:)`).
     public func insertLocalItem(
-        _ item: Item, fields: ItemFields, whileInserting: @Sendable (UInt64) -> Void = { _ in }
+        _ item: Item, fields: ItemFields, inFolder folder: UInt64? = nil,
+        whileInserting: @Sendable (UInt64) -> Void = { _ in }
     ) async throws -> ItemRecord? {
         try await write { db in
             var item = item
-            item.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
+            item.parentIdentifier = try Self.parent(item.parentIdentifier, folder: folder, in: db)
             let taken = try Bool.fetchOne(
                 db.cachedStatement(sql: "SELECT 1 FROM item WHERE parentIdentifier = ? AND filename = ?"),
                 arguments: [item.parentIdentifier.rawValue, Data(item.filename.bytes)])
@@ -43,11 +45,12 @@ extension MetadataStore {
 
     /// Saves a local change of a known item and journals the `fields` it changed (merged with what
     /// is already pending). With `localContent` the item's content now lives in the local folder.
-    /// Returns nil when the item is gone (deleted, while a handle still writes to it).
+    /// Returns nil when the item is gone (deleted, while a handle still writes to it). With
+    /// `folder`, the item's parent is the folder at that inode (a move here; see `parent(_:in:)`).
     @discardableResult
-    public func saveLocalChange(_ item: Item, inode: UInt64, fields: ItemFields, localContent: Bool = false)
-        async throws -> ItemRecord?
-    {
+    public func saveLocalChange(
+        _ item: Item, inode: UInt64, fields: ItemFields, localContent: Bool = false, inFolder folder: UInt64? = nil
+    ) async throws -> ItemRecord? {
         try await write { db in
             guard
                 var stored = try ItemRecord.fetchOne(
@@ -57,7 +60,11 @@ extension MetadataStore {
             var changed = item
             changed.identifier = stored.identifier
             changed.version = stored.item.version
-            changed.parentIdentifier = ItemIdentifier(try Self.resolve(item.parentIdentifier, in: db))
+            // A change that does not move the item keeps the folder the store has: the caller's
+            // copy may name it as it was before a move of it was confirmed (DECISIONS 299).
+            changed.parentIdentifier =
+                fields.contains(.parentIdentifier)
+                ? try Self.parent(item.parentIdentifier, folder: folder, in: db) : stored.item.parentIdentifier
             try Self.update(changed, from: stored.item, inode: inode, in: db)
             stored.item = changed
             try Self.journal(fields, inode: inode, in: db)
@@ -429,10 +436,23 @@ extension MetadataStore {
     /// After a remote whose identifiers are places moved a folder: every identifier that starts
     /// with `oldPrefix` (the folder's old place) starts with `newPrefix` instead, in every table
     /// that names items, whatever the item's parent here is by now (DECISIONS 280). A row that
-    /// already held a new identifier is stale, as in `takeRemoteIdentity`, and goes.
+    /// already held a new identifier gives it up as in `takeRemoteIdentity`: stale, it goes; with
+    /// local work, it takes a local identifier and is journalled as a creation (DECISIONS 297).
     public func rebaseIdentifiers(below oldPrefix: String, onto newPrefix: String) async throws {
-        guard oldPrefix != newPrefix, let end = Self.end(ofPrefix: oldPrefix) else { return }
+        guard oldPrefix != newPrefix, let end = Self.end(ofPrefix: oldPrefix),
+            let newEnd = Self.end(ofPrefix: newPrefix)
+        else { return }
         try await write { db in
+            let taken = try ItemRecord.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM item WHERE identifier >= ? AND identifier < ?"),
+                arguments: [newPrefix, newEnd])
+            for holder in taken {
+                let from = oldPrefix + holder.identifier.rawValue.dropFirst(newPrefix.count)
+                guard let taker = try Int64.fetchOne(
+                    db.cachedStatement(sql: "SELECT inode FROM item WHERE identifier = ?"), arguments: [from])
+                else { continue }
+                try Self.releaseIdentifier(holder.identifier, except: UInt64(taker), in: db)
+            }
             let arguments: StatementArguments = [oldPrefix, end, newPrefix]
             for (table, column) in [
                 ("item", "identifier"), ("item", "parentIdentifier"), ("pendingDeletion", "identifier"),
@@ -664,6 +684,20 @@ extension MetadataStore {
     static func resolve(_ identifier: ItemIdentifier, in db: Database) throws -> String {
         try String.fetchOne(db.cachedStatement(sql: "SELECT \(resolvedFirst)"), arguments: [identifier.rawValue])
             ?? identifier.rawValue
+    }
+
+    /// The identifier of an item's parent: of the folder at inode `folder` as the store names it
+    /// now, since a caller that read the folder's identifier before a move of it was confirmed
+    /// holds one that names nothing on a remote of places (DECISIONS 299); else `identifier`
+    /// through its alias.
+    static func parent(_ identifier: ItemIdentifier, folder: UInt64?, in db: Database) throws -> ItemIdentifier {
+        if let folder,
+            let current = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT identifier FROM item WHERE inode = ?"), arguments: [Int64(folder)])
+        {
+            return ItemIdentifier(current)
+        }
+        return ItemIdentifier(try resolve(identifier, in: db))
     }
 
     /// Ends the aliases from `identifiers`, which the remote has just given to items: an alias

@@ -405,28 +405,31 @@ public final class MetadataStore: Sendable {
                     """), arguments: arguments)
     }
 
-    /// The child of `parent` called `name`, if the store knows one.
-    public func child(of parent: ItemIdentifier, named name: Filename) async throws -> ItemRecord? {
-        try await readStatement { db in try Self.child(of: parent, named: name, in: db) }
+    /// The child called `name` of the folder at inode `folder`, if the store knows one. The
+    /// folder's identifier is read in the same statement: a move of it confirmed meanwhile, which
+    /// on a remote of places gives it and everything below it new identifiers (DECISIONS 280),
+    /// cannot make its children seem gone, as it did for a caller holding the identifier it had
+    /// read before (the checker: ENOENT for a file just renamed; DECISIONS 299).
+    public func child(ofFolder folder: UInt64, named name: Filename) async throws -> ItemRecord? {
+        try await readStatement { db in try Self.child(ofFolder: folder, named: name, in: db) }
     }
 
-    /// `child(of:named:)` read on the calling thread, which it blocks for the read: for the FUSE
-    /// session thread, never for a task.
-    public func childNow(of parent: ItemIdentifier, named name: Filename) throws -> ItemRecord? {
+    /// `child(ofFolder:named:)` read on the calling thread, which it blocks for the read: for the
+    /// FUSE session thread, never for a task.
+    public func childNow(ofFolder folder: UInt64, named name: Filename) throws -> ItemRecord? {
         // One statement is its own snapshot: no transaction around it, which cost as much as the
         // statement.
-        try sessionReader.unsafeRead { db in try Self.child(of: parent, named: name, in: db) }
+        try sessionReader.unsafeRead { db in try Self.child(ofFolder: folder, named: name, in: db) }
     }
 
-    /// One statement, which resolves the parent's alias itself (as `resolve` does).
-    private static func child(of parent: ItemIdentifier, named name: Filename, in db: Database) throws -> ItemRecord? {
+    private static func child(ofFolder folder: UInt64, named name: Filename, in db: Database) throws -> ItemRecord? {
         try ItemRecord.fetchOne(
             db.cachedStatement(
                 sql: """
                     SELECT * FROM item
-                    WHERE parentIdentifier = \(resolvedFirst) AND filename = ?2
+                    WHERE parentIdentifier = (SELECT identifier FROM item WHERE inode = ?1) AND filename = ?2
                     """),
-            arguments: [parent.rawValue, Data(name.bytes)])
+            arguments: [Int64(folder), Data(name.bytes)])
     }
 
     /// The identifier bound first (`?1`), resolved through its alias if it has one: `resolve`

@@ -144,7 +144,8 @@ extension FileSystem {
         let epoch = nodes.epoch
         let writer = Mutex<UInt64?>(nil)
         do {
-            let inserted = try await store.insertLocalItem(item, fields: fields) { [localFiles] inode in
+            let inserted = try await store.insertLocalItem(item, fields: fields, inFolder: parent.rawValue) {
+                [localFiles] inode in
                 guard openToWrite else { return }
                 writer.withLock { writer in
                     // A write retried after the disk filled up runs this again, perhaps with another inode.
@@ -429,12 +430,18 @@ extension FileSystem {
     /// Applies `change` to the current item at `inode`, saves it with its journal entry and wakes
     /// the uploader.
     @discardableResult
-    private func saveChange(of inode: UInt64, fields: ItemFields, _ change: (inout Item) -> Void) async throws
-        -> ItemRecord
-    {
+    private func saveChange(
+        of inode: UInt64, fields: ItemFields, inFolder folder: InodeNumber? = nil, _ change: (inout Item) -> Void
+    ) async throws -> ItemRecord {
         let record = try await changeInMemory(InodeNumber(inode), change)
         let saved = try await store.saveLocalChange(
-            record.item, inode: inode, fields: fields, localContent: localFiles.hasContent(inode))
+            record.item, inode: inode, fields: fields, localContent: localFiles.hasContent(inode),
+            inFolder: folder?.rawValue)
+        // The folder as the store names it now, where `change` may have used a name a move
+        // confirmed meanwhile replaced (DECISIONS 299).
+        if let saved, saved.item.parentIdentifier != record.item.parentIdentifier {
+            _ = nodes.update(InodeNumber(inode)) { $0.parentIdentifier = saved.item.parentIdentifier }
+        }
         uploader.wake()
         return saved ?? record
     }
@@ -487,7 +494,7 @@ extension FileSystem {
             // Not unless unreachable: a rename replaces what holds the name, which only a listing
             // tells (a remote item overwritten, not a conflict name).
             try await self.lister.ensureListed(target.identifier)
-            if let existing = try await self.store.child(of: target.identifier, named: filename) {
+            if let existing = try await self.store.child(ofFolder: newParent.rawValue, named: filename) {
                 guard existing.inode != source.inode else { return }
                 guard flags & Self.renameNoReplace == 0 else { throw Errno.fileExists }
                 switch (source.item.kind == .directory, existing.item.kind == .directory) {
@@ -502,7 +509,7 @@ extension FileSystem {
             // nobody chose (DECISIONS 288).
             let moved = source.item.filename != filename || source.item.parentIdentifier != target.identifier
             let fields: ItemFields = moved ? [.filename, .parentIdentifier] : []
-            try await self.saveChange(of: source.inode, fields: fields) { item in
+            try await self.saveChange(of: source.inode, fields: fields, inFolder: newParent) { item in
                 item.filename = filename
                 item.parentIdentifier = target.identifier
             }
@@ -529,7 +536,7 @@ extension FileSystem {
         let filename = try Self.validName(name)
         // In a folder never listed, with the remote away, the items made here (DECISIONS 182).
         _ = try await lister.listedUnlessUnreachable(directory.identifier)
-        guard let child = try await store.child(of: directory.identifier, named: filename) else {
+        guard let child = try await store.child(ofFolder: parent.rawValue, named: filename) else {
             throw Errno.noSuchFileOrDirectory
         }
         return child

@@ -206,7 +206,7 @@ public final class FileSystem: FileSystemOperations {
             // make it (local first, DECISIONS 182), and the next lookup asks the remote again.
             let listed = try await self.lister.listedUnlessUnreachable(directory.identifier)
             let epoch = self.nodes.epoch
-            guard let child = try await self.store.child(of: directory.identifier, named: filename) else {
+            guard let child = try await self.store.child(ofFolder: parent.rawValue, named: filename) else {
                 return .negative(timeout: listed ? self.configuration.negativeTimeout : .zero)
             }
             self.nodes.addLookup(of: child, readAt: epoch)
@@ -227,7 +227,7 @@ public final class FileSystem: FileSystemOperations {
         let epoch = nodes.epoch
         let found: ItemRecord?
         do {
-            found = try store.childNow(of: directory.identifier, named: filename)
+            found = try store.childNow(ofFolder: parent.rawValue, named: filename)
         } catch {
             return nil
         }

@@ -670,9 +670,7 @@ final class Uploader: Sendable {
         else { return }
         try await store.rebaseIdentifiers(below: old, onto: new)
         nodes.rebaseIdentifiers(below: old, onto: new)
-        let below = try await store.listedDirectories(below: new)
-        lister.forget([folder] + below.map { ItemIdentifier(old + $0.rawValue.dropFirst(new.count)) })
-        try await lister.markStale([moved] + below)
+        try await lister.markStale([moved] + store.listedDirectories(below: new))
     }
 
     /// The remote changed the file since the local edit began: the local content goes up as a

@@ -8,12 +8,16 @@ struct LocalChangeTests {
     func localChangeWritesWhatDiffers() async throws {
         let store = try MetadataStore()
         let folder = ItemIdentifier("dir")
-        let stored = try #require(
-            try await store.upsert([
-                Item(
-                    identifier: ItemIdentifier("dir/a"), parentIdentifier: folder, filename: Filename("a"),
-                    kind: .file, size: 1, version: ItemVersion(content: "1", metadata: "1"))
-            ]).first)
+        let records = try await store.upsert([
+            Item(
+                identifier: folder, parentIdentifier: .rootContainer, filename: Filename("dir"), kind: .directory,
+                version: ItemVersion(content: "1", metadata: "1")),
+            Item(
+                identifier: ItemIdentifier("dir/a"), parentIdentifier: folder, filename: Filename("a"),
+                kind: .file, size: 1, version: ItemVersion(content: "1", metadata: "1")),
+        ])
+        let directory = try #require(records.first { $0.identifier == folder })
+        let stored = try #require(records.first { $0.identifier != folder })
         var item = stored.item
         item.size = 5
         item.contentModificationDate = Timestamp(seconds: 1_700_000_000)
@@ -33,8 +37,8 @@ struct LocalChangeTests {
         // A new name is written, and found by it.
         item.filename = Filename("b")
         _ = try await store.saveLocalChange(item, inode: stored.inode, fields: .filename)
-        #expect(try await store.child(of: folder, named: Filename("b"))?.inode == stored.inode)
-        #expect(try await store.child(of: folder, named: Filename("a")) == nil)
+        #expect(try await store.child(ofFolder: directory.inode, named: Filename("b"))?.inode == stored.inode)
+        #expect(try await store.child(ofFolder: directory.inode, named: Filename("a")) == nil)
     }
 
     @Test("a folder created here is still found by its local identifier once it has the remote's")
@@ -62,8 +66,53 @@ struct LocalChangeTests {
         #expect(try await store.listingState(of: local) == .complete)
         #expect(try await store.children(of: local).map(\.inode) == [child.inode])
         #expect(try await store.childEntries(of: local).map(\.inode) == [child.inode])
-        #expect(try await store.child(of: local, named: Filename("a"))?.inode == child.inode)
-        #expect(try store.childNow(of: local, named: Filename("a"))?.inode == child.inode)
+        #expect(try await store.child(ofFolder: folder.inode, named: Filename("a"))?.inode == child.inode)
+        #expect(try store.childNow(ofFolder: folder.inode, named: Filename("a"))?.inode == child.inode)
+    }
+
+    /// A caller holds a folder's identifier read before its move was confirmed, which on a remote
+    /// of places renames the folder and everything below it (DECISIONS 280, 299).
+    @Test("a folder's children are found, and new ones put, by its inode after its move renamed it")
+    func childrenOfAFolderWhoseMoveWasConfirmed() async throws {
+        let store = try MetadataStore()
+        let version = ItemVersion(content: "1", metadata: "1")
+        let stored = try await store.upsert([
+            Item(
+                identifier: ItemIdentifier("/d"), parentIdentifier: .rootContainer, filename: Filename("d"),
+                kind: .directory, version: version),
+            Item(
+                identifier: ItemIdentifier("/d/a"), parentIdentifier: ItemIdentifier("/d"), filename: Filename("a"),
+                kind: .file, size: 1, version: version),
+        ])
+        let folder = try #require(stored.first { $0.item.kind == .directory })
+        let file = try #require(stored.first { $0.item.kind == .file })
+        var moved = folder.item
+        moved.filename = Filename("e")
+        _ = try await store.saveLocalChange(moved, inode: folder.inode, fields: .filename)
+        moved.identifier = ItemIdentifier("/e")
+        _ = try await store.completeModification(inode: folder.inode, previousIdentifier: ItemIdentifier("/d"), remote: moved)
+        try await store.rebaseIdentifiers(below: "/d/", onto: "/e/")
+
+        #expect(try await store.child(ofFolder: folder.inode, named: Filename("a"))?.inode == file.inode)
+        // Made by a caller that read the folder as /d.
+        let made = try #require(
+            try await store.insertLocalItem(
+                Item(
+                    identifier: .makeLocal(), parentIdentifier: ItemIdentifier("/d"), filename: Filename("b"),
+                    kind: .file, version: ItemVersion(content: [], metadata: [])),
+                fields: [.contents, .filename], inFolder: folder.inode))
+        #expect(made.item.parentIdentifier == ItemIdentifier("/e"))
+        // A truncation by a caller whose copy of the file still names /d keeps the file in /e.
+        var truncated = file.item
+        truncated.size = 0
+        _ = try await store.saveLocalChange(truncated, inode: file.inode, fields: .contents)
+        #expect(try await store.record(inode: file.inode)?.item.parentIdentifier == ItemIdentifier("/e"))
+        var renamed = file.item
+        renamed.filename = Filename("c")
+        renamed.parentIdentifier = ItemIdentifier("/d")
+        let saved = try await store.saveLocalChange(renamed, inode: file.inode, fields: .filename, inFolder: folder.inode)
+        #expect(saved?.item.parentIdentifier == ItemIdentifier("/e"))
+        #expect(try await store.children(of: ItemIdentifier("/e")).map(\.inode).sorted() == [file.inode, made.inode].sorted())
     }
 
     /// An item made again after the remote deleted it keeps the remote's old identifier as an
@@ -127,6 +176,40 @@ struct LocalChangeTests {
         #expect(try await store.record(identifier: ItemIdentifier("/a"))?.inode == moved.inode)
         let kept = try #require(try await store.record(inode: edited.inode), "the edited file left the store")
         #expect(kept.identifier.isLocal && kept.item.filename == Filename("b") && kept.item.size == 5)
+        let creations = try await store.pendingWork(limit: 10).compactMap { work -> UInt64? in
+            guard case .change(let change, _) = work, change.isCreation else { return nil }
+            return change.inode
+        }
+        #expect(creations == [edited.inode])
+    }
+
+    /// A folder's move by prefix (DECISIONS 280) onto identifiers that another item with local
+    /// work still holds: that item keeps its row, as in `anItemKeptAsACreationOutlivesItsIdentifier`.
+    @Test("an item with local work outlives a folder's move onto its identifier")
+    func anItemWithLocalWorkOutlivesAMoveByPrefix() async throws {
+        let store = try MetadataStore()
+        let version = ItemVersion(content: "1", metadata: "1")
+        let stored = try await store.upsert([
+            Item(
+                identifier: ItemIdentifier("/d"), parentIdentifier: .rootContainer, filename: Filename("d"),
+                kind: .directory, version: version),
+            Item(
+                identifier: ItemIdentifier("/d/a"), parentIdentifier: ItemIdentifier("/d"), filename: Filename("a"),
+                kind: .file, size: 1, version: version),
+            Item(
+                identifier: ItemIdentifier("/e/a"), parentIdentifier: .rootContainer, filename: Filename("b"),
+                kind: .file, size: 1, version: version),
+        ])
+        let moving = try #require(stored.first { $0.item.filename == Filename("a") })
+        let edited = try #require(stored.first { $0.item.filename == Filename("b") })
+        var item = edited.item
+        item.size = 5
+        _ = try await store.saveLocalChange(item, inode: edited.inode, fields: .contents)
+
+        try await store.rebaseIdentifiers(below: "/d/", onto: "/e/")
+        #expect(try await store.record(identifier: ItemIdentifier("/e/a"))?.inode == moving.inode)
+        let kept = try #require(try await store.record(inode: edited.inode), "the edited file left the store")
+        #expect(kept.identifier.isLocal && kept.item.size == 5)
         let creations = try await store.pendingWork(limit: 10).compactMap { work -> UInt64? in
             guard case .change(let change, _) = work, change.isCreation else { return nil }
             return change.inode
