@@ -75,15 +75,7 @@ struct LocalChangeTests {
     @Test("a folder's children are found, and new ones put, by its inode after its move renamed it")
     func childrenOfAFolderWhoseMoveWasConfirmed() async throws {
         let store = try MetadataStore()
-        let version = ItemVersion(content: "1", metadata: "1")
-        let stored = try await store.upsert([
-            Item(
-                identifier: ItemIdentifier("/d"), parentIdentifier: .rootContainer, filename: Filename("d"),
-                kind: .directory, version: version),
-            Item(
-                identifier: ItemIdentifier("/d/a"), parentIdentifier: ItemIdentifier("/d"), filename: Filename("a"),
-                kind: .file, size: 1, version: version),
-        ])
+        let stored = try await Self.storeFolderWithAFile(in: store)
         let folder = try #require(stored.first { $0.item.kind == .directory })
         let file = try #require(stored.first { $0.item.kind == .file })
         var moved = folder.item
@@ -176,11 +168,7 @@ struct LocalChangeTests {
         #expect(try await store.record(identifier: ItemIdentifier("/a"))?.inode == moved.inode)
         let kept = try #require(try await store.record(inode: edited.inode), "the edited file left the store")
         #expect(kept.identifier.isLocal && kept.item.filename == Filename("b") && kept.item.size == 5)
-        let creations = try await store.pendingWork(limit: 10).compactMap { work -> UInt64? in
-            guard case .change(let change, _) = work, change.isCreation else { return nil }
-            return change.inode
-        }
-        #expect(creations == [edited.inode])
+        #expect(try await Self.creations(in: store) == [edited.inode])
     }
 
     /// A folder's move by prefix (DECISIONS 280) onto identifiers that another item with local
@@ -188,18 +176,13 @@ struct LocalChangeTests {
     @Test("an item with local work outlives a folder's move onto its identifier")
     func anItemWithLocalWorkOutlivesAMoveByPrefix() async throws {
         let store = try MetadataStore()
-        let version = ItemVersion(content: "1", metadata: "1")
-        let stored = try await store.upsert([
-            Item(
-                identifier: ItemIdentifier("/d"), parentIdentifier: .rootContainer, filename: Filename("d"),
-                kind: .directory, version: version),
-            Item(
-                identifier: ItemIdentifier("/d/a"), parentIdentifier: ItemIdentifier("/d"), filename: Filename("a"),
-                kind: .file, size: 1, version: version),
-            Item(
-                identifier: ItemIdentifier("/e/a"), parentIdentifier: .rootContainer, filename: Filename("b"),
-                kind: .file, size: 1, version: version),
-        ])
+        let stored = try await Self.storeFolderWithAFile(
+            in: store,
+            and: [
+                Item(
+                    identifier: ItemIdentifier("/e/a"), parentIdentifier: .rootContainer, filename: Filename("b"),
+                    kind: .file, size: 1, version: ItemVersion(content: "1", metadata: "1"))
+            ])
         let moving = try #require(stored.first { $0.item.filename == Filename("a") })
         let edited = try #require(stored.first { $0.item.filename == Filename("b") })
         var item = edited.item
@@ -210,10 +193,28 @@ struct LocalChangeTests {
         #expect(try await store.record(identifier: ItemIdentifier("/e/a"))?.inode == moving.inode)
         let kept = try #require(try await store.record(inode: edited.inode), "the edited file left the store")
         #expect(kept.identifier.isLocal && kept.item.size == 5)
-        let creations = try await store.pendingWork(limit: 10).compactMap { work -> UInt64? in
+        #expect(try await Self.creations(in: store) == [edited.inode])
+    }
+
+    /// Stores the folder `/d` with the file `/d/a`, and `others`, as a remote of places lists them.
+    static func storeFolderWithAFile(in store: MetadataStore, and others: [Item] = []) async throws -> [ItemRecord] {
+        let version = ItemVersion(content: "1", metadata: "1")
+        return try await store.upsert(
+            [
+                Item(
+                    identifier: ItemIdentifier("/d"), parentIdentifier: .rootContainer, filename: Filename("d"),
+                    kind: .directory, version: version),
+                Item(
+                    identifier: ItemIdentifier("/d/a"), parentIdentifier: ItemIdentifier("/d"),
+                    filename: Filename("a"), kind: .file, size: 1, version: version),
+            ] + others)
+    }
+
+    /// The inodes whose creation the journal holds, in its order.
+    static func creations(in store: MetadataStore) async throws -> [UInt64] {
+        try await store.pendingWork(limit: 10).compactMap { work -> UInt64? in
             guard case .change(let change, _) = work, change.isCreation else { return nil }
             return change.inode
         }
-        #expect(creations == [edited.inode])
     }
 }
