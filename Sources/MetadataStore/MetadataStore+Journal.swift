@@ -484,13 +484,21 @@ extension MetadataStore {
     /// Puts the fields being sent back among the pending ones: of one item whose send must be
     /// tried again, or (nil) of every send a stopped daemon left unfinished. Such a send counts
     /// as an attempt: its bytes may have reached the remote, and the next one must recognise
-    /// them as its own rather than as a conflict (DECISIONS 173).
+    /// them as its own rather than as a conflict (DECISIONS 173). So does a change (not a
+    /// creation, which makes nothing where the name is taken) that met its name taken: its bytes
+    /// may have gone up before its rename met the other, and the next attempt, under a conflict
+    /// name, took them for another's edit (DECISIONS 301).
     public func requeueSending(inode: UInt64? = nil) async throws {
         try await write { db in
             if let inode {
                 try db.cachedStatement(
-                    sql:
-                        "UPDATE pendingChange SET fields = fields | sending, sending = 0 WHERE sending != 0 AND inode = ?"
+                    sql: """
+                        UPDATE pendingChange SET fields = fields | sending, sending = 0,
+                          attempts = attempts + (1 - isCreation),
+                          lastError = CASE WHEN isCreation THEN lastError
+                            ELSE COALESCE(lastError, 'its name was taken on the remote') END
+                        WHERE sending != 0 AND inode = ?
+                        """
                 ).execute(arguments: [Int64(inode)])
             } else {
                 try db.cachedStatement(
