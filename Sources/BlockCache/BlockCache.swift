@@ -242,8 +242,12 @@ public final class BlockCache: Sendable {
     public func closeDurabilityEpoch() async throws -> [ItemIdentifier] {
         guard let (epoch, failed) = try await epochs.flush() else { return [] }
         var forgotten: [ItemIdentifier] = []
-        for (fileNumber, identifier) in failed {
-            if await forget(identifier, if: { $0.fileNumber == fileNumber }) { forgotten.append(identifier) }
+        for fileNumber in failed {
+            // By the identifier it has now: a move may have given it another (`followIdentifiers`).
+            let identifier = state.withLock { $0.records.first { $0.value.fileNumber == fileNumber }?.key }
+            if let identifier, await forget(identifier, if: { $0.fileNumber == fileNumber }) {
+                forgotten.append(identifier)
+            }
         }
         try await epochs.markDurable(epoch)
         return forgotten

@@ -23,7 +23,10 @@ import SystemPackage
 /// those survive a restart, and only once durable a crash of the machine, so bytes that were not
 /// fetched are never served.
 public final class CachedContent: Sendable {
-    public let identifier: ItemIdentifier
+    /// The item's identifier now: a move on a remote whose identifiers are places changes it
+    /// (`BlockCache.followIdentifiers`), and fetches ask for the bytes under this one.
+    public var identifier: ItemIdentifier { currentIdentifier.withLock { $0 } }
+    private let currentIdentifier: Mutex<ItemIdentifier>
     public let contentVersion: [UInt8]
     public let size: UInt64
     public let blockSize: UInt64
@@ -72,7 +75,7 @@ public final class CachedContent: Sendable {
         record: ContentRecord, fileDescriptor: FileDescriptor, store: MetadataStore, epochs: DurabilityEpochs,
         rowWritten: Task<Void, any Error>?
     ) {
-        self.identifier = record.identifier
+        self.currentIdentifier = Mutex(record.identifier)
         self.contentVersion = record.contentVersion
         self.size = record.size
         self.blockSize = record.blockSize
@@ -86,6 +89,11 @@ public final class CachedContent: Sendable {
     }
 
     deinit { try? fileDescriptor.close() }
+
+    /// Takes the identifier the remote gave the item.
+    func follow(_ identifier: ItemIdentifier) {
+        currentIdentifier.withLock { $0 = identifier }
+    }
 
     /// True when every byte of `range` (clipped to the content) is here.
     public func isPresent(_ range: Range<UInt64>) -> Bool {
@@ -338,7 +346,7 @@ public final class CachedContent: Sendable {
                 // A fetch that completed no block (a short file's tail is a block) has nothing to
                 // make durable.
                 if map.bytes != recordedMap {
-                    let epoch = epochs.enter(fileNumber: fileNumber, of: identifier)
+                    let epoch = epochs.enter(fileNumber: fileNumber)
                     try await store.savePresentBlocks(
                         fileNumber: fileNumber, presentBlocks: map.bytes, replacing: recordedMap, epoch: epoch)
                 }

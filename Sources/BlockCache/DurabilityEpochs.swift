@@ -19,8 +19,8 @@ import SystemPackage
 public final class DurabilityEpochs: Sendable {
     private struct State {
         var current: Int64
-        /// The files written in the current epoch, by number, with the item each holds.
-        var written: [Int64: ItemIdentifier] = [:]
+        /// The files written in the current epoch, by number.
+        var written: Set<Int64> = []
     }
 
     private let state: Mutex<State>
@@ -53,9 +53,9 @@ public final class DurabilityEpochs: Sendable {
 
     /// The epoch to record blocks of cache file `fileNumber` in, whose bytes are written: the file
     /// is fsynced before that epoch is recorded durable.
-    func enter(fileNumber: Int64, of identifier: ItemIdentifier) -> Int64 {
+    func enter(fileNumber: Int64) -> Int64 {
         state.withLock { state in
-            state.written[fileNumber] = identifier
+            state.written.insert(fileNumber)
             return state.current
         }
     }
@@ -67,19 +67,19 @@ public final class DurabilityEpochs: Sendable {
     /// file deleted meanwhile (evicted, or replaced by a new version) has no row left to trust.
     /// Nil, having written nothing, when nothing was recorded: an idle mount leaves the store
     /// alone.
-    func flush() async throws -> (epoch: Int64, failed: [Int64: ItemIdentifier])? {
+    func flush() async throws -> (epoch: Int64, failed: Set<Int64>)? {
         guard !state.withLock({ $0.written.isEmpty }) else { return nil }
         let next = try await store.advanceDurabilityEpoch()
         let (closing, written) = state.withLock { state in
             defer {
                 state.current = next
-                state.written = [:]
+                state.written = []
             }
             return (state.current, state.written)
         }
         let directory = self.directory
         let failed = try await BlockingIO.run {
-            written.filter { fileNumber, _ in
+            written.filter { fileNumber in
                 let path = directory.appending(String(fileNumber))
                 do {
                     let file = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])

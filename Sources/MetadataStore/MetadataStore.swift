@@ -539,6 +539,34 @@ public final class MetadataStore: Sendable {
         try await database.read { db in try ContentRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM content")) }
     }
 
+    /// Gives the cache files `identifiers` by number (a row replaced by one of them is gone): what
+    /// a move on a remote whose identifiers are places makes of them (`BlockCache
+    /// .followIdentifiers`).
+    public func renameContents(_ identifiers: [Int64: ItemIdentifier]) async throws {
+        try await write { db in
+            let statement = try db.cachedStatement(sql: "UPDATE OR REPLACE content SET identifier = ? WHERE fileNumber = ?")
+            for (fileNumber, identifier) in identifiers {
+                try statement.execute(arguments: [identifier.rawValue, fileNumber])
+            }
+        }
+    }
+
+    /// The identifiers the store gives the cache files `fileNumbers` now; a file without a row is
+    /// missing. An item's identifier, and so its cache file's, changes when the remote moves it on
+    /// a remote whose identifiers are places (`BlockCache.followIdentifiers`).
+    public func contentIdentifiers(fileNumbers: [Int64]) async throws -> [Int64: ItemIdentifier] {
+        try await database.read { db in
+            var identifiers: [Int64: ItemIdentifier] = [:]
+            let statement = try db.cachedStatement(sql: "SELECT identifier FROM content WHERE fileNumber = ?")
+            for fileNumber in fileNumbers {
+                if let identifier = try String.fetchOne(statement, arguments: [fileNumber]) {
+                    identifiers[fileNumber] = ItemIdentifier(identifier)
+                }
+            }
+            return identifiers
+        }
+    }
+
     /// The first cache file number never handed out: file numbers stay unique over the store's
     /// lifetime, also those of contents since forgotten.
     public func nextContentFileNumber() async throws -> Int64 {

@@ -23,6 +23,7 @@ final class ContentFetcher: Sendable {
     private let store: MetadataStore
     private let kernel: KernelCache
     private let limiter: PipelineLimiter
+    private let moves: MovesInFlight
     private let configuration: VFSConfiguration
     private let statistics: Statistics
     private let logger: Logger
@@ -60,7 +61,7 @@ final class ContentFetcher: Sendable {
 
     init(
         provider: any FileProvider, cache: BlockCache, store: MetadataStore, kernel: KernelCache,
-        configuration: VFSConfiguration, statistics: Statistics, logger: Logger
+        moves: MovesInFlight, configuration: VFSConfiguration, statistics: Statistics, logger: Logger
     ) {
         self.provider = provider
         self.partialProvider = provider as? any PartialContentFetching
@@ -68,6 +69,7 @@ final class ContentFetcher: Sendable {
         self.store = store
         self.kernel = kernel
         self.limiter = PipelineLimiter(depth: configuration.pipelineDepth)
+        self.moves = moves
         _ = Self.claimKeyType  // see its comment
         self.configuration = configuration
         self.statistics = statistics
@@ -282,32 +284,19 @@ final class ContentFetcher: Sendable {
         ) { item in
             if item.version.content == content.contentVersion { await described?(item) }
         }
-        let identifier = content.identifier
+        var identifier = content.identifier
         defer { sink.close() }
         do {
-            if let partialProvider {
-                let alignment = cache.blockSize
-                let result = try await Deadline.run(limit: configuration.remoteTimeout, progress: progress) {
-                    try await partialProvider.fetchPartialContents(
-                        for: identifier, version: version, minimalRange: claim.range, aligningTo: alignment,
-                        options: [.strictVersioning], into: sink)
-                }
-                guard result.isValid(minimalRange: claim.range, alignment: alignment, size: content.size) else {
-                    throw ProviderError.cannotSynchronize(
-                        reason:
-                            "provider returned range \(result.retrievedRange) for \(claim.range) aligned to \(alignment)"
-                    )
-                }
-                guard result.item.version.content == content.contentVersion else {
-                    throw ProviderError.versionNoLongerAvailable
-                }
-            } else {
-                let provider = self.provider
-                let item = try await Deadline.run(limit: configuration.remoteTimeout, progress: progress) {
-                    try await provider.fetchContents(for: identifier, version: version, into: sink)
-                }
-                guard item.version.content == content.contentVersion else {
-                    throw ProviderError.versionNoLongerAvailable
+            // A move sent meanwhile can give the item another identifier, on the remote before
+            // here: the fetch asks again under the new one once the move is recorded (DECISIONS 303).
+            while true {
+                do {
+                    try await fetch(claim, of: content, under: identifier, version: version, into: sink, progress: progress)
+                    break
+                } catch ProviderError.noSuchItem(let detail) {
+                    await moves.waitUntilSent(identifier)
+                    guard content.identifier != identifier else { throw ProviderError.noSuchItem(detail) }
+                    identifier = content.identifier
                 }
             }
             try await sink.flush()
@@ -331,6 +320,39 @@ final class ContentFetcher: Sendable {
             if !forgotten.isEmpty { dropKernelCopies(of: forgotten, of: identifier, name: name) }
             statistics.fetchEnded(download, failed: !(error is CancellationError))
             return false
+        }
+    }
+
+    /// Asks the provider for `claim` of `content` under `identifier`, into `sink`, and checks
+    /// what it answered.
+    private func fetch(
+        _ claim: ContentClaim, of content: CachedContent, under identifier: ItemIdentifier, version: ItemVersion,
+        into sink: CacheSink, progress: ProgressMark
+    ) async throws {
+        if let partialProvider {
+            let alignment = cache.blockSize
+            let result = try await Deadline.run(limit: configuration.remoteTimeout, progress: progress) {
+                try await partialProvider.fetchPartialContents(
+                    for: identifier, version: version, minimalRange: claim.range, aligningTo: alignment,
+                    options: [.strictVersioning], into: sink)
+            }
+            guard result.isValid(minimalRange: claim.range, alignment: alignment, size: content.size) else {
+                throw ProviderError.cannotSynchronize(
+                    reason:
+                        "provider returned range \(result.retrievedRange) for \(claim.range) aligned to \(alignment)"
+                )
+            }
+            guard result.item.version.content == content.contentVersion else {
+                throw ProviderError.versionNoLongerAvailable
+            }
+        } else {
+            let provider = self.provider
+            let item = try await Deadline.run(limit: configuration.remoteTimeout, progress: progress) {
+                try await provider.fetchContents(for: identifier, version: version, into: sink)
+            }
+            guard item.version.content == content.contentVersion else {
+                throw ProviderError.versionNoLongerAvailable
+            }
         }
     }
 

@@ -272,22 +272,37 @@ extension FileSystem {
             try await store.markLocalContent(inode: inode)
             return local
         }
-        if keepingBytes && item.size > 0 {
-            let content = try await cache.content(
-                for: item.identifier, contentVersion: item.version.content, size: item.size)
-            if !content.isComplete {
-                if let blocked = gate.blockedName(of: context.pid) {
-                    gate.recordRefusal(of: blocked)
-                    throw Errno.deadlock
-                }
-                try await fetcher.ensurePresent(
-                    0..<item.size, of: content, version: item.version, name: item.filename.description)
-            }
-            try await localFiles.adopt(inode, copying: content.fileDescriptor, size: item.size)
-        }
+        if keepingBytes && item.size > 0 { try await copyRemoteContent(of: record, context: context) }
         let local = try await localFiles.open(inode)
         try await store.markLocalContent(inode: inode)
         return local
+    }
+
+    /// Makes the remote content of `record` (all of it fetched first) its local content. A move
+    /// recorded after `record` was read gave the item another identifier, which the remote knows
+    /// and the old one no longer: the bytes are fetched under the item's identifier now
+    /// (DECISIONS 303).
+    private func copyRemoteContent(of record: ItemRecord, context: RequestContext) async throws {
+        var item = record.item
+        while true {
+            do {
+                let content = try await cache.content(
+                    for: item.identifier, contentVersion: item.version.content, size: item.size)
+                if !content.isComplete {
+                    if let blocked = gate.blockedName(of: context.pid) {
+                        gate.recordRefusal(of: blocked)
+                        throw Errno.deadlock
+                    }
+                    try await fetcher.ensurePresent(
+                        0..<item.size, of: content, version: item.version, name: item.filename.description)
+                }
+                return try await localFiles.adopt(record.inode, copying: content.fileDescriptor, size: item.size)
+            } catch ProviderError.noSuchItem(let detail) {
+                let now = try await self.record(InodeNumber(record.inode)).item
+                guard now.identifier != item.identifier else { throw ProviderError.noSuchItem(detail) }
+                item = now
+            }
+        }
     }
 
     /// Links the complete cache file of `record`'s version as its local content and drops it from

@@ -127,13 +127,14 @@ public final class FileSystem: FileSystemOperations {
             provider: provider, store: store, configuration: configuration, statistics: statistics, logger: logger)
         self.listingAhead = ListingAhead(lister: lister, depth: configuration.listingAheadDepth, logger: logger)
         self.gate = ProcessGate(names: configuration.nonMaterializingProcesses)
+        let moves = MovesInFlight()
         self.uploader = Uploader(
-            provider: provider, store: store, localFiles: localFiles, nodes: nodes, lister: lister,
-            configuration: configuration, statistics: statistics, logger: logger)
+            provider: provider, store: store, localFiles: localFiles, nodes: nodes, lister: lister, cache: cache,
+            moves: moves, configuration: configuration, statistics: statistics, logger: logger)
         let uploader = self.uploader
         self.fetcher = ContentFetcher(
-            provider: provider, cache: cache, store: store, kernel: uploader.kernel, configuration: configuration,
-            statistics: statistics, logger: logger)
+            provider: provider, cache: cache, store: store, kernel: uploader.kernel, moves: moves,
+            configuration: configuration, statistics: statistics, logger: logger)
         let pins = PinDownloader(
             store: store, lister: lister, cache: cache, fetcher: fetcher, localFiles: localFiles, logger: logger)
         self.pins = pins

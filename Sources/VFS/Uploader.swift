@@ -1,3 +1,4 @@
+import BlockCache
 import FileProviderKit
 import Foundation
 import FuseKit
@@ -49,6 +50,8 @@ final class Uploader: Sendable {
     private let localFiles: LocalFileFolder
     private let nodes: NodeTable
     private let lister: DirectoryLister
+    private let cache: BlockCache
+    private let moves: MovesInFlight
     let kernel: KernelCache
     private let depth: Int
     /// How long the journal must be quiet before its changes are sent.
@@ -97,7 +100,8 @@ final class Uploader: Sendable {
 
     init(
         provider: any FileProvider, store: MetadataStore, localFiles: LocalFileFolder, nodes: NodeTable,
-        lister: DirectoryLister, configuration: VFSConfiguration, statistics: Statistics, logger: Logger
+        lister: DirectoryLister, cache: BlockCache, moves: MovesInFlight, configuration: VFSConfiguration,
+        statistics: Statistics, logger: Logger
     ) {
         self.statistics = statistics
         self.provider = provider
@@ -105,6 +109,8 @@ final class Uploader: Sendable {
         self.localFiles = localFiles
         self.nodes = nodes
         self.lister = lister
+        self.cache = cache
+        self.moves = moves
         self.kernel = KernelCache(store: store, logger: logger)
         self.depth = configuration.uploadDepth
         self.settle = configuration.uploadSettle
@@ -372,6 +378,8 @@ final class Uploader: Sendable {
                     let (change, record) = try await store.beginSending(
                         inode: change.inode, sequence: change.sequence)
                 else { break }
+                let move = beginMove(change, of: record)
+                defer { if let move { moves.end(move) } }
                 // The path costs a read of the store: only when the line is written.
                 if logger.logLevel <= .debug {
                     let what = await describe(entry)
@@ -396,6 +404,16 @@ final class Uploader: Sendable {
         } catch {
             await recordFailure(of: entry, error: error)
         }
+    }
+
+    /// Notes a move about to be sent on a remote whose identifiers are places: a fetch that meets
+    /// it on the remote waits for it (`MovesInFlight`).
+    private func beginMove(_ change: PendingChange, of record: ItemRecord) -> UInt64? {
+        guard let places = provider as? any PathIdentifying, !change.isCreation,
+            !change.fields.isDisjoint(with: [.filename, .parentIdentifier])
+        else { return nil }
+        let prefix = record.item.kind == .directory ? places.identifierPrefix(below: record.identifier) : nil
+        return moves.begin(record.identifier, prefix: prefix)
     }
 
     private func send(_ change: PendingChange, of record: ItemRecord) async throws {
@@ -515,6 +533,7 @@ final class Uploader: Sendable {
             inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending)
         {
             nodes.replaceIdentifier(record.identifier, with: identity, inode: InodeNumber(record.inode), kind: kind)
+            await followInCache(record.identifier, identity.identifier)
             // The file's contents moved on on the remote, and the store kept the version it knew.
             // A round need not report the new one: a file the remote moved onto this one, moved
             // back here to the name it had, is as the last round saw it there. So it is applied
@@ -654,6 +673,7 @@ final class Uploader: Sendable {
             inode: inode, localIdentifier: item.identifier, remote: remote, stillPending: stillPending)
         {
             nodes.replaceIdentifier(item.identifier, with: identity, inode: InodeNumber(inode), kind: item.kind)
+            await followInCache(item.identifier, identity.identifier)
         } else {
             localFiles.discardDeleted(item.identifier)
         }
@@ -670,7 +690,25 @@ final class Uploader: Sendable {
         else { return }
         try await store.rebaseIdentifiers(below: old, onto: new)
         nodes.rebaseIdentifiers(below: old, onto: new)
+        await followInCache { $0.rawValue.hasPrefix(old) ? ItemIdentifier(new + $0.rawValue.dropFirst(old.count)) : nil }
         try await lister.markStale([moved] + store.listedDirectories(below: new))
+    }
+
+    /// The block cache gives the content of the item that took `new` in place of `old` its new
+    /// identifier.
+    private func followInCache(_ old: ItemIdentifier, _ new: ItemIdentifier) async {
+        guard new != old else { return }
+        await followInCache { $0 == old ? new : nil }
+    }
+
+    /// The block cache gives cached contents the identifiers `rename` makes of theirs
+    /// (DECISIONS 303).
+    private func followInCache(_ rename: (ItemIdentifier) -> ItemIdentifier?) async {
+        do {
+            try await cache.followIdentifiers(renaming: rename)
+        } catch {
+            logger.warning("cannot give cached contents the identifiers their items now have: \(error)")
+        }
     }
 
     /// The remote changed the file since the local edit began: the local content goes up as a
