@@ -29,7 +29,16 @@ extension MountTests {
             let checker = OperationChecker(seed: seed, operations: operations, remote: remote)
             defer { checker.unmount() }
             print("operation checker: seed \(seed), \(operations) operations, \(kind) remote")
-            try await checker.run()
+            do {
+                try await checker.run()
+            } catch {
+                // FPFS_CHECK_KEEP=DIR keeps a failed sequence's cache folder and remote for a look.
+                if let keep = environment["FPFS_CHECK_KEEP"] {
+                    checker.unmount()
+                    try? FileManager.default.copyItem(atPath: scratch.path, toPath: "\(keep)/seed-\(seed)-\(kind)")
+                }
+                throw error
+            }
             return checker.summary
         }
 
