@@ -618,13 +618,18 @@ final class Uploader: Sendable {
             remote = try await provider.createItem(
                 basedOn: item, fields: change.fields, contents: contents, options: options)
         } catch ProviderError.filenameCollision(let existing) {
-            if change.attempts > 0, let existing, item.kind == .file,
-                try await !isAnotherItem(existing, than: inode),
-                let made = try await ours(nil, of: existing, bytes: contents)
-            {
+            if change.attempts > 0, let existing, try await !isAnotherItem(existing, than: inode) {
                 // An earlier attempt made it (the daemon stopped after the bytes left).
-                try await completeCreation(of: item, inode: inode, remote: made)
-                return
+                if item.kind == .file, let made = try await ours(nil, of: existing, bytes: contents) {
+                    return try await completeCreation(of: item, inode: inode, remote: made)
+                }
+                // A folder it made is empty: what the folder holds here is made after it. Its
+                // times and permissions go again as its change (DECISIONS 304).
+                if item.kind == .directory, let made = try await emptyFolder(existing) {
+                    return try await completeCreation(
+                        of: item, inode: inode, remote: made,
+                        stillPending: change.fields.subtracting([.filename, .parentIdentifier]))
+                }
             }
             guard try await journalFrees(existing, for: item) else {
                 guard let record = try await store.record(inode: inode) else { return }
@@ -657,10 +662,21 @@ final class Uploader: Sendable {
                 if found.size == 0 { return found }
                 if contents != nil, try await ours(found, of: found.identifier, bytes: contents) != nil { return found }
             default:
-                if try await firstChild(of: found.identifier, where: { _ in true }) == nil { return found }
+                if try await isEmptyFolder(found) { return found }
             }
         }
         return nil
+    }
+
+    /// The remote item `identifier` when it is a folder that holds nothing.
+    private func emptyFolder(_ identifier: ItemIdentifier) async throws -> Item? {
+        let found = try await provider.item(for: identifier)
+        return try await isEmptyFolder(found) ? found : nil
+    }
+
+    private func isEmptyFolder(_ item: Item) async throws -> Bool {
+        guard item.kind == .directory else { return false }
+        return try await firstChild(of: item.identifier, where: { _ in true }) == nil
     }
 
     /// Records that the creation of `item` made `remote`. Deleted here while it was being created,

@@ -307,6 +307,36 @@ extension MountTests {
             }
         }
 
+        /// A folder's creation that reached the remote, its answer lost (the folder remote went
+        /// away just after the mkdir): sent again, it met itself at its name and took a conflict
+        /// name, an empty folder beside the one that then held its file (the checker, seed 16031
+        /// on the folder remote; DECISIONS 304). `error-after` makes the folder and loses the answer,
+        /// at every attempt that makes one: a WebDAV provider takes an existing folder as made
+        /// (`mayAlreadyExist`), so this runs on the folder remote, which compares the folder's times.
+        @Test("a folder made on the remote whose answer was lost: the folder once, with its file")
+        func folderMadeAnswerLost() async throws {
+            try await WriteMountTests.withMount(
+                .folder, options: ["--inject-faults", "error-after=serverUnreachable:create:made", "--poll-interval", "0"]
+            ) { remote, mount in
+                try await Command(["mkdir", mount.path("made")]).check()
+                var made = false
+                for _ in 0..<500 where !made {
+                    made = FileManager.default.fileExists(atPath: remote.folder + "/made")
+                    if !made { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                try #require(made, "the folder never reached the remote: \(mount.logTail())")
+                // Before the retry (a second later): a file made in the folder moves its time here,
+                // so that the retry's folder is not the remote's to a provider that compares them.
+                try await Command.bash("echo inside > \"$1/made/file.txt\"", mount.mountpoint).check()
+                try await mount.sync()
+                for folder in [mount.mountpoint, remote.folder] {
+                    let names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+                    #expect(names == ["made"], "\(folder) holds \(names): \(mount.logTail())")
+                    #expect(try String(contentsOfFile: folder + "/made/file.txt", encoding: .utf8) == "inside\n")
+                }
+            }
+        }
+
         /// Waits until the remote holds what `arrived` looks for (the sends' answers hang), kills
         /// the daemon with SIGKILL, clears its mount and mounts again on the same cache with
         /// `remount`.
