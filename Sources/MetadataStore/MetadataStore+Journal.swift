@@ -326,9 +326,11 @@ extension MetadataStore {
     /// version (its children and cached content follow the identifier), and the creation is done.
     /// Changes made while it was sent stay pending, and so do `stillPending` (a name the remote
     /// does not have yet). Returns what the item took from `remote`, nil when it was deleted here
-    /// meanwhile.
+    /// meanwhile. With `overtaken`, `remote` holds another's bytes written after these (see
+    /// `overtakenContents`).
     public func completeCreation(
-        inode: UInt64, localIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = []
+        inode: UInt64, localIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = [],
+        overtaken: Bool = false
     ) async throws -> RemoteIdentity? {
         try await write { [ownWrites] db in
             ownWrites.note([remote.identifier])
@@ -336,15 +338,17 @@ extension MetadataStore {
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
-                try Self.rebaseDeletion(of: localIdentifier, onto: remote, in: db)
+                try Self.rebaseDeletion(of: localIdentifier, onto: remote, keepingContentVersion: overtaken, in: db)
                 return nil
             }
-            var identity = try Self.takeRemoteIdentity(of: remote, replacing: record, inode: inode, alias: true, in: db)
+            var identity = try Self.takeRemoteIdentity(
+                of: remote, replacing: record, inode: inode, alias: true, keepingContentVersion: overtaken, in: db)
             try db.cachedStatement(sql: "UPDATE pendingChange SET isCreation = 0 WHERE inode = ?").execute(arguments: [
                 Int64(inode)
             ])
             try db.cachedStatement(sql: "DELETE FROM creationPlace WHERE inode = ?").execute(arguments: [Int64(inode)])
             try Self.finishSending(inode: inode, in: db)
+            let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
             return identity
@@ -355,9 +359,11 @@ extension MetadataStore {
     /// was deleted here meanwhile, its pending deletion is based on `remote` instead: the remote's
     /// new version is this change's own, not a conflict. `stillPending` stay journalled (a name
     /// the remote does not have yet). Returns what the item took from `remote`, nil when it was
-    /// deleted here meanwhile.
+    /// deleted here meanwhile. With `overtaken`, `remote` holds another's bytes written after
+    /// these (see `overtakenContents`).
     public func completeModification(
-        inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = []
+        inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = [],
+        overtaken: Bool = false
     ) async throws -> RemoteIdentity? {
         try await write { [ownWrites] db in
             ownWrites.note([previousIdentifier, remote.identifier])
@@ -365,7 +371,7 @@ extension MetadataStore {
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
-                try Self.rebaseDeletion(of: previousIdentifier, onto: remote, in: db)
+                try Self.rebaseDeletion(of: previousIdentifier, onto: remote, keepingContentVersion: overtaken, in: db)
                 return nil
             }
             // A change that sent no contents (a chmod, a setxattr, a rename) meets a file whose
@@ -377,15 +383,18 @@ extension MetadataStore {
                 db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)]
             )?.sending ?? []
             // A remote whose content version holds the time (the folder remote) moves it for a
-            // time sent here too: then only another size tells that the contents moved on.
+            // time sent here too: then only another size tells that the contents moved on. So did
+            // contents the answer shows overtaken by another's write (DECISIONS 302).
             let contentsMovedOn =
-                record.item.kind == .file && !sent.contains(.contents)
-                && remote.version.content != record.item.version.content
-                && (!sent.contains(.contentModificationDate) || remote.size != record.item.size)
+                overtaken
+                || (record.item.kind == .file && !sent.contains(.contents)
+                    && remote.version.content != record.item.version.content
+                    && (!sent.contains(.contentModificationDate) || remote.size != record.item.size))
             var identity = try Self.takeRemoteIdentity(
                 of: remote, replacing: record, inode: inode, alias: false, keepingContentVersion: contentsMovedOn,
                 in: db)
             try Self.finishSending(inode: inode, in: db)
+            let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             if !contentsMovedOn {
                 identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
@@ -787,6 +796,16 @@ extension MetadataStore {
         return db.changesCount > 0 ? remote.contentModificationDate : nil
     }
 
+    /// What a send whose answer holds another's bytes leaves journalled. The remote answers a
+    /// write with a look at the item made after it (WebDAV: a PROPFIND after the PUT; the folder
+    /// remote: a stat after the write), and a write of another that lands in between is what that
+    /// look sees. Taken as the send's own, the store gave the bytes here the other's version: the
+    /// mount showed the other's size over these bytes, and they were lost (the checker, seed 15018
+    /// on Apache). The item keeps the content version it had, and its contents and time are sent
+    /// again against it: that attempt meets the other's write as a conflict and keeps both
+    /// (DECISIONS 302).
+    private static let overtakenContents: ItemFields = [.contents, .contentModificationDate]
+
     /// The columns an item takes from the remote's answer to a write of it.
     private static let remoteIdentityColumns = [
         "identifier", "contentVersion", "metadataVersion", "creationDate", "capabilities", "userInfo",
@@ -862,16 +881,22 @@ extension MetadataStore {
     }
 
     /// An item deleted here while a send of it was under way: its pending deletion must name what
-    /// the send made of it on the remote (its identifier, its version), or it would miss it.
-    private static func rebaseDeletion(of old: ItemIdentifier, onto remote: Item, in db: Database) throws {
+    /// the send made of it on the remote (its identifier, its version), or it would miss it. With
+    /// `keepingContentVersion` (the answer holds another's bytes, `overtakenContents`) the deletion
+    /// keeps the version it had: the remote refuses it as a conflict, and the other's file stays.
+    private static func rebaseDeletion(
+        of old: ItemIdentifier, onto remote: Item, keepingContentVersion: Bool, in db: Database
+    ) throws {
         try db.cachedStatement(
             sql: """
-                UPDATE OR REPLACE pendingDeletion SET identifier = ?, contentVersion = ?, metadataVersion = ?,
+                UPDATE OR REPLACE pendingDeletion SET identifier = ?,
+                  contentVersion = CASE WHEN ? THEN contentVersion ELSE ? END, metadataVersion = ?,
                   parentIdentifier = NULL, filename = NULL
                 WHERE identifier = ?
                 """
         ).execute(arguments: [
-            remote.identifier.rawValue, Data(remote.version.content), Data(remote.version.metadata), old.rawValue,
+            remote.identifier.rawValue, keepingContentVersion, Data(remote.version.content),
+            Data(remote.version.metadata), old.rawValue,
         ])
     }
 

@@ -523,14 +523,19 @@ final class Uploader: Sendable {
     ) async throws {
         let remote = try await provider.modifyItem(
             item, baseVersion: record.item.version, changedFields: fields, contents: contents, options: options)
-        try await adopt(remote, of: record, kind: item.kind, stillPending: stillPending)
+        let overtaken = contents != nil && Self.isOvertaken(remote, sending: item)
+        if overtaken { await noteOvertaken(record.inode) }
+        try await adopt(remote, of: record, kind: item.kind, stillPending: stillPending, overtaken: overtaken)
     }
 
     /// Records that the item of `record` is now `remote` on the remote; `stillPending` stay in the
-    /// journal.
-    private func adopt(_ remote: Item, of record: ItemRecord, kind: ItemKind, stillPending: ItemFields) async throws {
+    /// journal. With `overtaken`, `remote` holds another's bytes (`isOvertaken`).
+    private func adopt(
+        _ remote: Item, of record: ItemRecord, kind: ItemKind, stillPending: ItemFields, overtaken: Bool = false
+    ) async throws {
         if let identity = try await store.completeModification(
-            inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending)
+            inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending,
+            overtaken: overtaken)
         {
             nodes.replaceIdentifier(record.identifier, with: identity, inode: InodeNumber(record.inode), kind: kind)
             await followInCache(record.identifier, identity.identifier)
@@ -538,7 +543,8 @@ final class Uploader: Sendable {
             // A round need not report the new one: a file the remote moved onto this one, moved
             // back here to the name it had, is as the last round saw it there. So it is applied
             // now, as a round would (DECISIONS 293); the change itself is sent whatever comes of it.
-            if kind == .file, identity.version.content != remote.version.content {
+            // Overtaken contents are sent again instead, and meet the remote's as a conflict.
+            if kind == .file, !overtaken, identity.version.content != remote.version.content {
                 do {
                     try await remoteState.withLock({ $0 })?(remote.identifier, false)
                 } catch {
@@ -550,6 +556,22 @@ final class Uploader: Sendable {
         if kind == .directory, remote.identifier != record.identifier {
             try await followMove(of: record.identifier, to: remote.identifier)
         }
+    }
+
+    /// Whether `remote`, the answer to a send of the bytes of the file `item`, holds another's
+    /// instead: a file of another size than was sent. A remote answers a write with a look at the
+    /// item made after it, and another's write that lands in between is what it sees. The store
+    /// then keeps the item's content version and the contents pending, so that the next attempt
+    /// meets that write as a conflict and keeps both (DECISIONS 302, checker seed 15018 on
+    /// Apache). Another's write of the very same size is not told apart so.
+    private static func isOvertaken(_ remote: Item, sending item: Item) -> Bool {
+        item.kind == .file && remote.kind == .file && remote.size != item.size
+    }
+
+    /// Logs that the answer to a send of `inode`'s bytes held another's.
+    private func noteOvertaken(_ inode: UInt64) async {
+        let path = await store.logName(inode: inode)
+        logger.notice("\(path) was written on the remote by another as it was sent; sending it again")
     }
 
     /// The item of `record` under the temporary name a move of it to `item`'s name takes while
@@ -644,7 +666,10 @@ final class Uploader: Sendable {
                 basedOn: aside, fields: change.fields, contents: contents, options: options)
             stillPending = [.filename]
         }
-        try await completeCreation(of: item, inode: inode, remote: remote, stillPending: stillPending)
+        let overtaken = Self.isOvertaken(remote, sending: item)
+        if overtaken { await noteOvertaken(inode) }
+        try await completeCreation(
+            of: item, inode: inode, remote: remote, stillPending: stillPending, overtaken: overtaken)
     }
 
     /// What an earlier attempt of the creation of `item` made at a place the item has left since:
@@ -682,11 +707,12 @@ final class Uploader: Sendable {
     /// Records that the creation of `item` made `remote`. Deleted here while it was being created,
     /// the item has a deletion in the journal instead, which now names `remote`: the bytes kept
     /// to find it by its place are not needed.
-    private func completeCreation(of item: Item, inode: UInt64, remote: Item, stillPending: ItemFields = [])
-        async throws
-    {
+    private func completeCreation(
+        of item: Item, inode: UInt64, remote: Item, stillPending: ItemFields = [], overtaken: Bool = false
+    ) async throws {
         if let identity = try await store.completeCreation(
-            inode: inode, localIdentifier: item.identifier, remote: remote, stillPending: stillPending)
+            inode: inode, localIdentifier: item.identifier, remote: remote, stillPending: stillPending,
+            overtaken: overtaken)
         {
             nodes.replaceIdentifier(item.identifier, with: identity, inode: InodeNumber(inode), kind: item.kind)
             await followInCache(item.identifier, identity.identifier)
