@@ -232,6 +232,38 @@ extension MetadataStore {
         (item.parentIdentifier != creationPlace.parentIdentifier OR item.filename != creationPlace.filename)
         """
 
+    /// The places unconfirmed creations were sent to and their items have left, each as its
+    /// folder's identifier, a NUL and the name: what a lost answer may have made there is the
+    /// item's own until its creation is sent again (`Uploader.madeElsewhere`), so neither a
+    /// listing nor a round learns it as another item (DECISIONS 305).
+    static func placesLeftByCreations(in db: Database) throws -> Set<[UInt8]> {
+        Set(
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT creationPlace.parentIdentifier, creationPlace.filename
+                        FROM creationPlace JOIN item ON item.inode = creationPlace.inode
+                        WHERE \(Self.creationPlaceLeft)
+                        """)
+            ).map { Self.place(ItemIdentifier($0[0] as String), Array($0[1] as Data)) })
+    }
+
+    /// Whether an unconfirmed creation was sent to `name` in `folder` and its item has left it
+    /// (`placesLeftByCreations`).
+    static func isPlaceLeftByCreation(_ folder: ItemIdentifier, _ name: Filename, in db: Database) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT 1 FROM creationPlace JOIN item ON item.inode = creationPlace.inode
+                    WHERE creationPlace.parentIdentifier = ? AND creationPlace.filename = ? AND \(Self.creationPlaceLeft)
+                    """), arguments: [folder.rawValue, Data(name.bytes)]) ?? false
+    }
+
+    /// A folder's identifier and a name in it, as one key.
+    static func place(_ folder: ItemIdentifier, _ name: [UInt8]) -> [UInt8] {
+        Array(folder.rawValue.utf8) + [0] + name
+    }
+
     /// Where the unconfirmed creation of the item at `inode` was sent, other than its place now:
     /// where a lost answer may have left it (DECISIONS 290).
     public func earlierCreationPlaces(inode: UInt64) async throws -> [(parent: ItemIdentifier, filename: Filename)] {

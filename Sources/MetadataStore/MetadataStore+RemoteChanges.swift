@@ -130,7 +130,7 @@ extension MetadataStore {
                 itemChanges.confineTransaction(toChildrenOf: folder)
             }
             var changedHere = Set<String>()
-            var namesHeld = Set<[UInt8]>()
+            var namesHeld = try Self.placesLeftByCreations(in: db)
             for row in try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -139,14 +139,14 @@ extension MetadataStore {
                         """))
             {
                 changedHere.insert(row["identifier"])
-                namesHeld.insert(Array((row["parentIdentifier"] as String).utf8) + [0] + Array(row["filename"] as Data))
+                namesHeld.insert(Self.place(ItemIdentifier(row["parentIdentifier"] as String), Array(row["filename"] as Data)))
             }
             changedHere.formUnion(
                 try String.fetchAll(db.cachedStatement(sql: "SELECT identifier FROM pendingDeletion")))
             try Self.store(
                 items.lazy.filter { item in
                     !changedHere.contains(item.identifier.rawValue)
-                        && !namesHeld.contains(Array(item.parentIdentifier.rawValue.utf8) + [0] + item.filename.bytes)
+                        && !namesHeld.contains(Self.place(item.parentIdentifier, item.filename.bytes))
                 }, in: db)
             if let listing { try Self.completeListing(of: listing.directory, seen: listing.seen, in: db) }
         }
@@ -394,6 +394,8 @@ extension MetadataStore {
             try removeRemotely(occupant, outcome: &outcome, in: db)
         }
         guard let existing else {
+            // Maybe what a creation whose answer was lost made there: that creation decides.
+            guard try !isPlaceLeftByCreation(remote.parentIdentifier, remote.filename, in: db) else { return }
             outcome.added.append(try upsert(remote, in: db))
             return
         }

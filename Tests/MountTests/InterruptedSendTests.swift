@@ -307,6 +307,42 @@ extension MountTests {
             }
         }
 
+        /// A creation whose answer was lost to a kill -9, moved here, then a change round before it
+        /// was sent again: the round learned the file the first attempt made as another item, so
+        /// the retry could not take it for its own, and both stayed, an empty `p/d.bin` beside the
+        /// moved file (the checker, seed 17048 on Apache; DECISIONS 305).
+        @Test("kill -9 after the remote made a file, moved and a round before it was confirmed: one file, at its new place", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func killAfterACreationThenMoveAndRound(_ kind: WritableRemote.Kind) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:create:new.txt", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash("echo mine > \"$1/new.txt\"", first.mountpoint).check()
+            let second = try await Self.killOnceArrived(
+                first,
+                remount: {
+                    try await TestMount.start(
+                        remote: remote.argument, in: scratch,
+                        options: ["--inject-faults", "error=insufficientQuota:create:new.txt", "--poll-interval", "0"])
+                },
+                arrived: { FileManager.default.fileExists(atPath: remote.folder + "/new.txt") })
+            defer { second.unmount() }
+            try FileManager.default.moveItem(atPath: second.path("new.txt"), toPath: second.path("moved.txt"))
+            _ = try await FpfsBinary.command(["signal", second.mountpoint], timeout: .seconds(90)).check()
+            try await second.sync()
+            for folder in [second.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted().filter { $0 != ".DAV" }
+                #expect(names == ["moved.txt"], "\(folder) holds \(names): \(second.logTail())")
+                #expect(try String(contentsOfFile: folder + "/moved.txt", encoding: .utf8) == "mine\n")
+            }
+        }
+
         /// A folder's creation that reached the remote, its answer lost (the folder remote went
         /// away just after the mkdir): sent again, it met itself at its name and took a conflict
         /// name, an empty folder beside the one that then held its file (the checker, seed 16031
