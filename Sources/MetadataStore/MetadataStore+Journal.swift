@@ -89,7 +89,14 @@ extension MetadataStore {
             // whose creation was tried: the remote may have made it, its answer lost.
             let pending = try PendingChange.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM pendingChange WHERE inode = ?"), arguments: [Int64(inode)])
-            let unconfirmed = pending.map { $0.isCreation && (!$0.sending.isEmpty || $0.attempts > 0) } ?? false
+            let tried = pending.map { !$0.sending.isEmpty || $0.attempts > 0 } ?? false
+            let unconfirmed = tried && pending?.isCreation == true
+            // A move sent whose answer was lost (a kill -9) may have taken the item to its place
+            // here: the deletion looks for it there too when its identifier names nothing
+            // (DECISIONS 306).
+            let unconfirmedMove =
+                tried && pending?.isCreation == false
+                && pending.map { !$0.fields.union($0.sending).isDisjoint(with: [.filename, .parentIdentifier]) } == true
             if pending.map({ !$0.isCreation }) ?? true || unconfirmed {
                 let item = record.item
                 // Where its creation was last sent, which a move here since did not change (290).
@@ -100,7 +107,7 @@ extension MetadataStore {
                             ORDER BY rowid DESC LIMIT 1
                             """), arguments: [Int64(inode)])
                 let place: (parent: String, filename: Data)? =
-                    unconfirmed
+                    unconfirmed || unconfirmedMove
                     ? (sent?[0] ?? item.parentIdentifier.rawValue, sent?[1] ?? Data(item.filename.bytes)) : nil
                 try db.cachedStatement(
                     sql: """
@@ -560,7 +567,7 @@ extension MetadataStore {
             try String.fetchAll(
                 db.cachedStatement(sql: "SELECT identifier FROM pendingDeletion WHERE parentIdentifier IS NOT NULL"))
         }
-        return Set(identifiers.map { ItemIdentifier($0) })
+        return Set(identifiers.map { ItemIdentifier($0) }.filter(\.isLocal))
     }
 
     /// Moves a pending deletion to the end of the journal: it must wait for what is journalled

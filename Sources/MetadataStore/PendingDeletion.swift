@@ -19,8 +19,9 @@ public struct PendingDeletion: Sendable, Hashable {
     /// For an item made here whose creation was sent but never confirmed (its answer lost, the
     /// daemon killed): the folder and name it was made under. The remote may hold it there,
     /// under an identifier never learnt here, and the deletion must find it by its place
-    /// (DECISIONS 284).
-    public var unconfirmedCreation: Place?
+    /// (DECISIONS 284). For an item whose move was sent and never confirmed: its place here,
+    /// where the remote may hold it under another identifier than the deletion's (DECISIONS 306).
+    public var unconfirmedPlace: Place?
 
     /// A folder and a name in it.
     public struct Place: Sendable, Hashable {
@@ -42,7 +43,7 @@ extension PendingDeletion: FetchableRecord {
         self.lastError = row["lastError"]
         self.path = (row["path"] as Data?).map { String(decoding: $0, as: UTF8.self) }
         if let parent = row["parentIdentifier"] as String?, let filename = row["filename"] as Data? {
-            self.unconfirmedCreation = Place(parent: ItemIdentifier(parent), filename: Filename(bytes: Array(filename)))
+            self.unconfirmedPlace = Place(parent: ItemIdentifier(parent), filename: Filename(bytes: Array(filename)))
         }
     }
 }

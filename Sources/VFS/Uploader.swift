@@ -808,7 +808,7 @@ final class Uploader: Sendable {
         // Still local: the remote never had the item (the creation it waited for failed), or its
         // creation was sent and never confirmed, and the item goes from its place if it is there.
         if deletion.identifier.isLocal {
-            if let place = deletion.unconfirmedCreation { try await deleteUnconfirmed(deletion, madeAt: place) }
+            if let place = deletion.unconfirmedPlace { try await deleteUnconfirmed(deletion, madeAt: place) }
             try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
             localFiles.discardDeleted(deletion.identifier)
             return
@@ -818,7 +818,9 @@ final class Uploader: Sendable {
                 identifier: deletion.identifier, baseVersion: deletion.kind == .directory ? nil : deletion.baseVersion,
                 options: deletion.toTrash ? [.toTrash] : [])
         } catch ProviderError.noSuchItem {
-            // Gone already: that is what was asked.
+            // Gone already, that is what was asked; or moved by a send whose answer was lost, to
+            // the place it had here.
+            if let place = deletion.unconfirmedPlace { try await deleteUnconfirmed(deletion, movedTo: place) }
         } catch ProviderError.conflict {
             // Changed on the remote since it was deleted here: the remote's newer version stays.
             logger.notice("\(MetadataStore.logName(of: deletion)) changed on the remote; it was not deleted there")
@@ -855,6 +857,22 @@ final class Uploader: Sendable {
                 return
             }
         }
+        try await delete(found, for: deletion)
+    }
+
+    /// Deletes what a move sent and never confirmed made of the file at `place`, if it is that
+    /// file: of the version the deletion is based on, which a move keeps. Anything else there
+    /// stays, a folder too: one moved there since may be another's (DECISIONS 306).
+    private func deleteUnconfirmed(_ deletion: PendingDeletion, movedTo place: PendingDeletion.Place) async throws {
+        guard deletion.kind == .file, !place.parent.isLocal,
+            let found = try await child(named: place.filename, of: place.parent),
+            found.kind == .file, found.version.content == deletion.baseVersion.content
+        else { return }
+        try await delete(found, for: deletion)
+    }
+
+    /// Deletes `found`, the item a deletion here found at a place where it looked for it.
+    private func delete(_ found: Item, for deletion: PendingDeletion) async throws {
         do {
             try await provider.deleteItem(
                 identifier: found.identifier, baseVersion: found.kind == .directory ? nil : found.version,

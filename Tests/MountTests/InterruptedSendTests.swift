@@ -88,6 +88,42 @@ extension MountTests {
             #expect(try String(contentsOfFile: second.path(inside), encoding: .utf8) == "inside\n")
         }
 
+        /// A rename whose MOVE the server made, its answer lost to a kill -9, then the file deleted
+        /// before the move was sent again: the deletion asked for the old path, found nothing and
+        /// took that for done, and the file stayed on the remote at its new name, and came back
+        /// (the checker, seed 17039 on Apache, where a rename over it left it beside a conflict
+        /// copy; DECISIONS 306). The second mount refuses the move's retry, so that the deletion
+        /// meets it unconfirmed.
+        @Test("kill -9 after the remote took a rename, then the file deleted before the move was confirmed: gone")
+        func killAfterARenameThenDeletion() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("old.txt", "the file\n")
+            let remote = try await WritableRemote.start(.apache, in: scratch)
+            defer { remote.stop() }
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:modify:new.txt", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash("mv \"$1/old.txt\" \"$1/new.txt\"", first.mountpoint).check()
+            let second = try await Self.killOnceArrived(
+                first,
+                remount: {
+                    try await TestMount.start(
+                        remote: remote.argument, in: scratch,
+                        options: ["--inject-faults", "error=insufficientQuota:modify:new.txt", "--poll-interval", "0"])
+                },
+                arrived: { FileManager.default.fileExists(atPath: remote.folder + "/new.txt") })
+            defer { second.unmount() }
+            try FileManager.default.removeItem(atPath: second.path("new.txt"))
+            try await second.sync()
+            _ = try await FpfsBinary.command(["signal", second.mountpoint], timeout: .seconds(90)).check()
+            for folder in [second.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0 != ".DAV" }
+                #expect(names.isEmpty, "\(folder) holds \(names): \(second.logTail())")
+            }
+        }
+
         /// A folder's move whose MOVE the server made while its answer had not come yet, a file in
         /// it written meanwhile, and a change round (`fpfs signal`): the round found nothing at the
         /// folder's old path and took it for deleted on the remote. What was written in it was
