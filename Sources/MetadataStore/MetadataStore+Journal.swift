@@ -271,6 +271,17 @@ extension MetadataStore {
         Array(folder.rawValue.utf8) + [0] + name
     }
 
+    /// Forgets that the creation of the item at `inode` was sent to `filename` in `folder`: the
+    /// remote answered that the name was taken, so it made nothing there, and what holds the name
+    /// is another's, to be listed (DECISIONS 305).
+    public func forgetCreationPlace(inode: UInt64, folder: ItemIdentifier, filename: Filename) async throws {
+        try await write { db in
+            try db.cachedStatement(
+                sql: "DELETE FROM creationPlace WHERE inode = ? AND parentIdentifier = ? AND filename = ?"
+            ).execute(arguments: [Int64(inode), folder.rawValue, Data(filename.bytes)])
+        }
+    }
+
     /// Where the unconfirmed creation of the item at `inode` was sent, other than its place now:
     /// where a lost answer may have left it (DECISIONS 290).
     public func earlierCreationPlaces(inode: UInt64) async throws -> [(parent: ItemIdentifier, filename: Filename)] {

@@ -653,6 +653,8 @@ final class Uploader: Sendable {
                         stillPending: change.fields.subtracting([.filename, .parentIdentifier]))
                 }
             }
+            // Nothing was made there: what holds the name is listed as another's (DECISIONS 305).
+            try await store.forgetCreationPlace(inode: inode, folder: item.parentIdentifier, filename: item.filename)
             guard try await journalFrees(existing, for: item) else {
                 guard let record = try await store.record(inode: inode) else { return }
                 return try await takeConflictName(record, besides: existing)
