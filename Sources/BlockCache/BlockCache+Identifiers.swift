@@ -14,27 +14,48 @@ extension BlockCache {
     /// descriptor); one whose row the store gave another identifier (an item with local work that
     /// held the new one) takes that.
     public func followIdentifiers(renaming rename: (ItemIdentifier) -> ItemIdentifier?) async throws {
-        let (renamed, rowsBeingWritten) = state.withLock { state in
-            var renamed: [Int64: ItemIdentifier] = [:]
-            for record in state.records.values {
-                if let new = rename(record.identifier) { renamed[record.fileNumber] = new }
+        try await follow { records in
+            var renamed: [ItemIdentifier: ItemIdentifier] = [:]
+            for identifier in records.keys {
+                if let new = rename(identifier) { renamed[identifier] = new }
             }
-            return (renamed, renamed.keys.compactMap { state.rowsBeingWritten[$0] })
+            return renamed
+        }
+    }
+
+    /// `followIdentifiers` for one item, which took `new` in place of `old`: without a look at
+    /// every cached content, since it comes after every upload of a new item.
+    public func followIdentifier(_ old: ItemIdentifier, to new: ItemIdentifier) async throws {
+        try await follow { records in records[old] == nil ? [:] : [old: new] }
+    }
+
+    /// Follows the renames `renaming` finds among the cached contents (by identifier).
+    private func follow(
+        renaming: ([ItemIdentifier: ContentRecord]) -> [ItemIdentifier: ItemIdentifier]
+    ) async throws {
+        let (olds, renamed, rowsBeingWritten) = state.withLock { state in
+            var olds: [ItemIdentifier] = []
+            var renamed: [Int64: ItemIdentifier] = [:]
+            for (old, new) in renaming(state.records) {
+                guard let record = state.records[old] else { continue }
+                olds.append(old)
+                renamed[record.fileNumber] = new
+            }
+            return (olds, renamed, renamed.keys.compactMap { state.rowsBeingWritten[$0] })
         }
         guard !renamed.isEmpty else { return }
         for row in rowsBeingWritten { _ = try? await row.value }
         try await store.renameContents(renamed)
-        let targets = Set(renamed.values)
-        let candidates = state.withLock { state in
-            Set(
-                state.records.values.filter { renamed[$0.fileNumber] != nil || targets.contains($0.identifier) }
-                    .map(\.fileNumber))
-        }
+        // The renamed contents, and those that held a new identifier (the store replaced their
+        // rows, or gave them another identifier).
+        let affected = Set(olds + renamed.values)
+        let candidates = state.withLock { state in Set(affected.compactMap { state.records[$0]?.fileNumber }) }
         let stored = try await store.contentIdentifiers(fileNumbers: Array(candidates))
         let dropped = state.withLock { state -> [ContentRecord] in
             var moved: [(record: ContentRecord, content: CachedContent?, used: Bool)] = []
             var dropped: [ContentRecord] = []
-            for (identifier, record) in state.records where candidates.contains(record.fileNumber) {
+            for identifier in affected {
+                guard let record = state.records[identifier], candidates.contains(record.fileNumber) else { continue }
                 let now = stored[record.fileNumber]
                 guard now != identifier else { continue }
                 let content = state.open[identifier]?.content.flatMap { $0.fileNumber == record.fileNumber ? $0 : nil }

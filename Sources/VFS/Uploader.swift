@@ -742,7 +742,11 @@ final class Uploader: Sendable {
     /// identifier.
     private func followInCache(_ old: ItemIdentifier, _ new: ItemIdentifier) async {
         guard new != old else { return }
-        await followInCache { $0 == old ? new : nil }
+        do {
+            try await cache.followIdentifier(old, to: new)
+        } catch {
+            logger.warning("cannot give cached contents the identifiers their items now have: \(error)")
+        }
     }
 
     /// The block cache gives cached contents the identifiers `rename` makes of theirs
