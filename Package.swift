@@ -78,6 +78,7 @@ let package = Package(
                 "FuseKit", "FileProviderKit", "MetadataStore", "BlockCache",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -123,16 +123,7 @@ extension MetadataStore {
                     place?.parent, place?.filename,
                 ])
             }
-            for sql in [
-                "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
-                "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
-                "DELETE FROM creationPlace WHERE inode = ?",
-            ] {
-                try db.cachedStatement(sql: sql).execute(arguments: [Int64(inode)])
-            }
-            try db.cachedStatement(sql: "DELETE FROM directory WHERE identifier = ?").execute(arguments: [
-                record.identifier.rawValue
-            ])
+            try Self.forget(record, in: db)
             return unconfirmed
         }
     }
@@ -397,7 +388,7 @@ extension MetadataStore {
                 Int64(inode)
             ])
             try db.cachedStatement(sql: "DELETE FROM creationPlace WHERE inode = ?").execute(arguments: [Int64(inode)])
-            try Self.finishSending(inode: inode, in: db)
+            try Self.finishSending(inode: inode, overtaken: overtaken, in: db)
             let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
@@ -443,7 +434,7 @@ extension MetadataStore {
             var identity = try Self.takeRemoteIdentity(
                 of: remote, replacing: record, inode: inode, alias: false, keepingContentVersion: contentsMovedOn,
                 in: db)
-            try Self.finishSending(inode: inode, in: db)
+            try Self.finishSending(inode: inode, overtaken: overtaken, in: db)
             let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             if !contentsMovedOn {
@@ -950,8 +941,33 @@ extension MetadataStore {
         ])
     }
 
-    /// Ends a send: what was sent is done; a change made meanwhile stays pending.
-    private static func finishSending(inode: UInt64, in db: Database) throws {
+    /// Removes the item of `record` and everything kept for it.
+    static func forget(_ record: ItemRecord, in db: Database) throws {
+        for sql in [
+            "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
+            "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
+            "DELETE FROM creationPlace WHERE inode = ?", "DELETE FROM sentContent WHERE inode = ?",
+        ] {
+            try db.cachedStatement(sql: sql).execute(arguments: [Int64(record.inode)])
+        }
+        try db.cachedStatement(sql: "DELETE FROM directory WHERE identifier = ?").execute(arguments: [
+            record.identifier.rawValue
+        ])
+    }
+
+    /// Ends the send of `inode`'s change: what was sent is done; a change made meanwhile stays
+    /// pending. Contents it sent are confirmed unless `overtaken`, and so is every earlier send
+    /// of them whose answer was lost (DECISIONS 307). Overtaken, the remote may hold such an
+    /// earlier send: a retried creation meets it as its own item, of another size than was sent.
+    private static func finishSending(inode: UInt64, overtaken: Bool, in db: Database) throws {
+        if !overtaken {
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM sentContent WHERE inode = ?1
+                      AND EXISTS (SELECT 1 FROM pendingChange WHERE inode = ?1 AND sending & ?2 != 0)
+                    """
+            ).execute(arguments: [Int64(inode), Int64(ItemFields.contents.rawValue)])
+        }
         try db.cachedStatement(
             sql: "UPDATE pendingChange SET sending = 0, attempts = 0, lastError = NULL WHERE inode = ?"
         ).execute(arguments: [Int64(inode)])

@@ -434,16 +434,7 @@ extension MetadataStore {
             kept.insert(item.item.parentIdentifier)
         }
         for item in subtree.reversed() where !kept.contains(item.identifier) {
-            for sql in [
-                "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
-                "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
-                "DELETE FROM creationPlace WHERE inode = ?",
-            ] {
-                try db.cachedStatement(sql: sql).execute(arguments: [Int64(item.inode)])
-            }
-            try db.cachedStatement(sql: "DELETE FROM directory WHERE identifier = ?").execute(arguments: [
-                item.identifier.rawValue
-            ])
+            try Self.forget(item, in: db)
             outcome.removed.append(item)
         }
         // Folders first, so each is created on the remote before what it holds.

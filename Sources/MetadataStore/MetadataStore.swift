@@ -244,6 +244,7 @@ public final class MetadataStore: Sendable {
                     )
                     """)
         }
+        registerSentContentMigration(in: &migrator)
         return migrator
     }
 

@@ -63,8 +63,17 @@ final class LocalFileFolder: Sendable {
         where UInt64(name).map({ items[$0] == nil }) ?? true {
             try? FileManager.default.removeItem(atPath: directory.appending(name).string)
         }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: uploads.string)) ?? [] {
-            try? FileManager.default.removeItem(atPath: uploads.appending(name).string)
+        for leftover in Self.leftoverSnapshots(under: root) {
+            try? FileManager.default.removeItem(atPath: leftover.path.string)
+        }
+    }
+
+    /// The snapshots an upload under `root` left when the daemon ended during its send, by
+    /// inode: what the remote may hold of the file. The folder's `init` removes them.
+    static func leftoverSnapshots(under root: FilePath) -> [(inode: UInt64, path: FilePath)] {
+        let uploads = root.appending("uploads")
+        return ((try? FileManager.default.contentsOfDirectory(atPath: uploads.string)) ?? []).compactMap { name in
+            name.split(separator: "-").first.flatMap { UInt64($0) }.map { ($0, uploads.appending(name)) }
         }
     }
 

@@ -448,7 +448,13 @@ final class Uploader: Sendable {
         }
         let statistics = self.statistics
         UploadProgress.startReporting(for: contents) { statistics.uploadProgressed(upload, bytes: $0) }
-        try await deliver(item, change: change, record: record, contents: contents, snapshot: &snapshot)
+        do {
+            try await deliver(item, change: change, record: record, contents: contents, snapshot: &snapshot)
+        } catch {
+            // The daemon stops: the snapshot stays, and the next start notes what it holds.
+            if Task.isCancelled { snapshot = nil } else if let snapshot { await noteSent(snapshot, of: record.inode) }
+            throw error
+        }
         succeeded = true
         state.withLock { $0.contentsSent }?(item.size)
     }
@@ -468,15 +474,22 @@ final class Uploader: Sendable {
                 options: change.attempts > 0 ? [.mayAlreadyExist] : [])
         } catch ProviderError.conflict(let current) {
             guard let contents else { throw ProviderError.conflict(remote: nil) }
-            if change.attempts > 0, let current = try await ours(current, of: record.identifier, bytes: contents) {
+            let current = if let current { current } else { try await provider.item(for: record.identifier) }
+            var based = record
+            based.item.version = current.version
+            if change.attempts > 0, try await ours(current, bytes: contents) {
                 // An earlier attempt got there (the daemon stopped after the bytes left): the
                 // remote's version is this change's own, and only the other fields remain, sent
                 // as any change is, a move aside in a swap included (DECISIONS 289).
-                var sent = record
-                sent.item.version = current.version
                 var rest = change
                 rest.fields.remove(.contents)
-                return try await deliver(item, change: rest, record: sent, contents: nil, snapshot: &snapshot)
+                return try await deliver(item, change: rest, record: based, contents: nil, snapshot: &snapshot)
+            }
+            // Bytes an earlier send left before the file changed here again, its answer lost (or
+            // taken for another's, 302): the remote's version is this file's own, and the bytes
+            // now go on top of it (DECISIONS 307).
+            if current.version != record.item.version, try await holdsEarlierSend(current, of: record.inode) {
+                return try await deliver(item, change: change, record: based, contents: contents, snapshot: &snapshot)
             }
             try await keepBoth(record, localContents: contents, snapshot: &snapshot)
         } catch ProviderError.noSuchItem {
@@ -589,24 +602,38 @@ final class Uploader: Sendable {
         else { return nil }
         if item.kind == .directory || found.version.content == record.item.version.content { return found }
         guard fields.contains(.contents), let contents else { return nil }
-        return try await ours(found, of: found.identifier, bytes: contents)
+        if try await ours(found, bytes: contents) { return found }
+        return try await holdsEarlierSend(found, of: record.inode) ? found : nil
     }
 
-    /// The remote item `identifier` (as `known`, or asked for) when its content is exactly the
-    /// bytes of `contents`: what an earlier attempt of this change sent, not another's version.
-    private func ours(_ known: Item?, of identifier: ItemIdentifier, bytes contents: URL?) async throws -> Item? {
-        let remote: Item
-        if let known { remote = known } else { remote = try await provider.item(for: identifier) }
+    /// Whether the content of the remote item `remote` is exactly the bytes of `contents`: what an
+    /// earlier attempt of this change sent, not another's version.
+    private func ours(_ remote: Item, bytes contents: URL?) async throws -> Bool {
         // Nothing to copy: a file created empty (`send` leaves such a creation without contents).
-        guard let contents else { return remote.kind == .file && remote.size == 0 ? remote : nil }
+        guard let contents else { return remote.kind == .file && remote.size == 0 }
         let size = try await BlockingIO.run {
             try FileManager.default.attributesOfItem(atPath: contents.path(percentEncoded: false))[.size] as? UInt64
         }
-        guard let size,
-            try await SameBytesSink.remoteHolds(
-                contents, size: size, identifier: identifier, remote: remote, provider: provider)
-        else { return nil }
-        return remote
+        guard let size else { return false }
+        return try await SameBytesSink.remoteHolds(
+            contents, size: size, identifier: remote.identifier, remote: remote, provider: provider)
+    }
+
+    /// Whether the remote item `remote` holds bytes an earlier send of `inode`'s contents left
+    /// there, its answer lost: the file's own, from before it changed here again (DECISIONS 307).
+    private func holdsEarlierSend(_ remote: Item, of inode: UInt64) async throws -> Bool {
+        let sent = try await store.sentContents(inode: inode)
+        return try await ContentDigest.remoteHoldsOne(of: sent, remote: remote, provider: provider)
+    }
+
+    /// Records what the snapshot sent of `inode` holds, after a send that may have left it on
+    /// the remote without saying so.
+    private func noteSent(_ snapshot: FilePath, of inode: UInt64) async {
+        do {
+            try await store.noteSentContent(ContentDigest.of(snapshot), inode: inode)
+        } catch {
+            logger.warning("cannot note what was sent of inode \(inode): \(error)")
+        }
     }
 
     /// Whether the store knows the remote item `identifier` as an item other than `inode`: then it
@@ -642,8 +669,18 @@ final class Uploader: Sendable {
         } catch ProviderError.filenameCollision(let existing) {
             if change.attempts > 0, let existing, try await !isAnotherItem(existing, than: inode) {
                 // An earlier attempt made it (the daemon stopped after the bytes left).
-                if item.kind == .file, let made = try await ours(nil, of: existing, bytes: contents) {
-                    return try await completeCreation(of: item, inode: inode, remote: made)
+                if item.kind == .file {
+                    let found = try await provider.item(for: existing)
+                    if try await ours(found, bytes: contents) {
+                        return try await completeCreation(of: item, inode: inode, remote: found)
+                    }
+                    // With bytes sent before the file changed here again: they go again as its
+                    // change (DECISIONS 307).
+                    if try await holdsEarlierSend(found, of: inode) {
+                        return try await completeCreation(
+                            of: item, inode: inode, remote: found,
+                            stillPending: change.fields.subtracting([.filename, .parentIdentifier]))
+                    }
                 }
                 // A folder it made is empty: what the folder holds here is made after it. Its
                 // times and permissions go again as its change (DECISIONS 304).
@@ -675,8 +712,8 @@ final class Uploader: Sendable {
     }
 
     /// What an earlier attempt of the creation of `item` made at a place the item has left since:
-    /// a file there with the item's bytes, or empty (a file created empty is sent without
-    /// contents, DECISIONS 282), or an empty folder.
+    /// a file there with the item's bytes or bytes an earlier send left (DECISIONS 307), or empty
+    /// (a file created empty is sent without contents, DECISIONS 282), or an empty folder.
     private func madeElsewhere(_ item: Item, inode: UInt64, contents: URL?) async throws -> Item? {
         guard item.kind != .symlink else { return nil }
         for place in try await store.earlierCreationPlaces(inode: inode) {
@@ -687,7 +724,8 @@ final class Uploader: Sendable {
             switch found.kind {
             case .file:
                 if found.size == 0 { return found }
-                if contents != nil, try await ours(found, of: found.identifier, bytes: contents) != nil { return found }
+                if contents != nil, try await ours(found, bytes: contents) { return found }
+                if try await holdsEarlierSend(found, of: inode) { return found }
             default:
                 if try await isEmptyFolder(found) { return found }
             }
@@ -858,7 +896,7 @@ final class Uploader: Sendable {
         if found.kind == .file {
             let kept = URL(fileURLWithPath: localFiles.deletedBytes(of: deletion.identifier).string)
             let isKept = try await BlockingIO.run { FileManager.default.fileExists(atPath: kept.path(percentEncoded: false)) }
-            guard isKept, try await ours(found, of: found.identifier, bytes: kept) != nil else {
+            guard isKept, try await ours(found, bytes: kept) else {
                 logger.notice("\(place.filename) on the remote is not the file deleted here; it stays there")
                 return
             }

@@ -1,3 +1,4 @@
+import Foundation
 import FileProviderKit
 import MetadataStore
 import Testing
@@ -194,6 +195,40 @@ struct LocalChangeTests {
         let kept = try #require(try await store.record(inode: edited.inode), "the edited file left the store")
         #expect(kept.identifier.isLocal && kept.item.size == 5)
         #expect(try await Self.creations(in: store) == [edited.inode])
+    }
+
+    @Test("bytes sent without an answer are kept until a send of the contents is confirmed, and go with the item")
+    func sentContentsLastUntilASendOfTheContentsIsConfirmed() async throws {
+        let store = try MetadataStore()
+        let records = try await Self.storeFolderWithAFile(in: store)
+        let file = try #require(records.first { $0.identifier == ItemIdentifier("/d/a") })
+        let first = SentContent(size: 3, sha256: Data(repeating: 1, count: 32))
+        let second = SentContent(size: 4, sha256: Data(repeating: 2, count: 32))
+        for sent in [first, first, second] { try await store.noteSentContent(sent, inode: file.inode) }
+        try await store.noteSentContent(first, inode: 9_999)
+        #expect(Set(try await store.sentContents(inode: file.inode)) == [first, second])
+        #expect(try await store.sentContents(inode: 9_999).isEmpty)
+
+        // A send of another field confirms none of them; one of the contents confirms them all.
+        var renamed = file.item
+        renamed.filename = Filename("b")
+        _ = try await store.saveLocalChange(renamed, inode: file.inode, fields: .filename)
+        var sending = try #require(try await store.pendingWork(limit: 10).first)
+        guard case .change(let change, _) = sending else { Issue.record("not a change: \(sending)"); return }
+        _ = try #require(try await store.beginSending(inode: file.inode, sequence: change.sequence))
+        _ = try await store.completeModification(inode: file.inode, previousIdentifier: file.identifier, remote: renamed)
+        #expect(try await store.sentContents(inode: file.inode).count == 2)
+        var edited = renamed
+        edited.size = 5
+        _ = try await store.saveLocalChange(edited, inode: file.inode, fields: .contents)
+        sending = try #require(try await store.pendingWork(limit: 10).first)
+        guard case .change(let edit, _) = sending else { Issue.record("not a change: \(sending)"); return }
+        _ = try #require(try await store.beginSending(inode: file.inode, sequence: edit.sequence))
+        _ = try await store.completeModification(inode: file.inode, previousIdentifier: renamed.identifier, remote: edited)
+        #expect(try await store.sentContents(inode: file.inode).isEmpty)
+        try await store.noteSentContent(second, inode: file.inode)
+        try await store.deleteLocally(inode: file.inode)
+        #expect(try await store.sentContents(inode: file.inode).isEmpty)
     }
 
     /// Stores the folder `/d` with the file `/d/a`, and `others`, as a remote of places lists them.

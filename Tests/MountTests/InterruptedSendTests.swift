@@ -246,6 +246,41 @@ extension MountTests {
             }
         }
 
+        /// An edit or a creation the remote took while its answer hung, the file written again here,
+        /// then kill -9: the next mount met its own earlier bytes on the remote, took them for
+        /// another's edit and kept a conflict copy (for a creation, the name held the earlier bytes;
+        /// the checker, seed 18016 on Apache; DECISIONS 307).
+        @Test("kill -9 after the remote took bytes written again since: the last bytes, no conflict copy", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ], [false, true])
+        func killAfterBytesWrittenAgain(_ kind: WritableRemote.Kind, creation: Bool) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("f", "the first file\n")
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let name = creation ? "new.txt" : "f"
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:\(creation ? "create" : "modify"):\(name)", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash("cat \"$1\" > /dev/null && echo 'the bytes sent first' > \"$2\"", first.path("f"), first.path(name))
+                .check()
+            let second = try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) {
+                guard (try? String(contentsOfFile: remote.folder + "/" + name, encoding: .utf8)) == "the bytes sent first\n"
+                else { return false }
+                try await Command.bash("echo 'then these, longer than those' > \"$1\"", first.path(name)).check()
+                return true
+            }
+            defer { second.unmount() }
+            try await second.sync()
+            for root in [second.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
+                #expect(names == (creation ? ["f", "new.txt"] : ["f"]), "\(root) holds \(names): \(second.logTail())")
+                #expect(try String(contentsOfFile: root + "/" + name, encoding: .utf8) == "then these, longer than those\n")
+            }
+        }
+
         /// A creation the remote made while its answer was lost (an outage), then deleted here
         /// before it was sent again: the deletion was taken as one of an item the remote never had,
         /// and the file or folder stayed there and came back (the checker, seed 3030 on Apache;

@@ -1,6 +1,7 @@
 import FileProviderKit
 import Foundation
 import ProviderTesting
+import Synchronization
 import Testing
 import VFS
 
@@ -53,6 +54,85 @@ struct InterruptedUploadTests {
             try await again.list(try await again.resolve("docs").inode).sorted().filter { !$0.hasPrefix(".") }
                 == ["new.txt", "other.txt", "readme.txt"])
         #expect(try await again.readAll(try await again.resolve("docs/readme.txt").inode) == bytes("edited\n"))
+    }
+
+    /// Loses the answer to the first write, the write made, then stays away until `isUp`: an
+    /// outage that began as the remote took the bytes.
+    final class AnswerLostThenDown: InnerRemote {
+        let inner: InMemoryProvider
+        private let state = Mutex((answered: false, isUp: false))
+        init(_ inner: InMemoryProvider) { self.inner = inner }
+
+        func comeBack() { state.withLock { $0.isUp = true } }
+
+        func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateItemOptions)
+            async throws -> Item
+        {
+            let loses = try reach()
+            let made = try await inner.createItem(basedOn: template, fields: fields, contents: contents, options: options)
+            if loses { throw ProviderError.serverUnreachable(reason: "the answer was lost") }
+            return made
+        }
+        func modifyItem(
+            _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
+            options: ModifyItemOptions
+        ) async throws -> Item {
+            let loses = try reach()
+            let modified = try await inner.modifyItem(
+                item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
+            if loses { throw ProviderError.serverUnreachable(reason: "the answer was lost") }
+            return modified
+        }
+
+        /// Whether this write's answer is lost; throws while the remote is away.
+        private func reach() throws -> Bool {
+            try state.withLock { state in
+                if !state.answered {
+                    state.answered = true
+                    return true
+                }
+                guard state.isUp else { throw ProviderError.serverUnreachable(reason: "away") }
+                return false
+            }
+        }
+    }
+
+    /// Bytes sent whose answer was lost, then other bytes written here before the retry: the
+    /// remote's version is the file's own, not another's edit, and the new bytes go on top without
+    /// a conflict copy (DECISIONS 307; the checker, seed 18016 on Apache). Daemon ended with the
+    /// send under way (as kill -9 leaves it), or an outage while it runs; an edit or a creation.
+    @Test(arguments: [false, true], [false, true])
+    func bytesWrittenAgainAfterALostAnswerGoOnTop(outage: Bool, creation: Bool) async throws {
+        let remote = try InMemoryProvider.docs()
+        let lossy = AnswerLostThenDown(remote)
+        let first = try await VFSHarness.make(provider: outage ? lossy : AnswerLost(remote))
+        _ = try await first.list(try await first.resolve("docs").inode)
+        let path = creation ? "docs/new.txt" : "docs/readme.txt"
+        if creation {
+            _ = try await first.writeFile(path, bytes("the first bytes, sent\n"))
+        } else {
+            try await first.overwrite(try await first.resolve(path).inode, bytes("the first bytes, sent\n"))
+        }
+        first.fileSystem.retryUploadsNow()
+        try await VFSHarness.eventually("the first bytes reach the remote") {
+            remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == bytes("the first bytes, sent\n")
+        }
+        try await first.overwrite(try await first.resolve(path).inode, bytes("then these\n"))
+        let last: VFSHarness
+        if outage {
+            lossy.comeBack()
+            first.fileSystem.retryUploadsNow()
+            last = first
+        } else {
+            await first.fileSystem.shutdown()
+            last = try await VFSHarness.make(provider: remote, directory: first.directory)
+        }
+        try await last.waitForUploads()
+        let names = try await UploaderOrderingTests.remoteTree(remote).keys.sorted()
+        let expected = ["docs", "docs/other.txt", "docs/readme.txt"] + (creation ? ["docs/new.txt"] : [])
+        #expect(names == expected.sorted())
+        #expect(remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == bytes("then these\n"))
+        #expect(try await last.readAll(try await last.resolve(path).inode) == bytes("then these\n"))
     }
 
     /// The other side still holds: a remote version that is not ours is a conflict after a restart too.

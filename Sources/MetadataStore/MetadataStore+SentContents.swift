@@ -1,0 +1,43 @@
+// What uploads sent without an answer (DECISIONS 307): kept per item until a send of its contents
+// is confirmed or the item goes.
+
+import Foundation
+import GRDB
+
+extension MetadataStore {
+    static func registerSentContentMigration(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v10-sent-contents") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE sentContent (
+                      inode INTEGER NOT NULL,
+                      size INTEGER NOT NULL,
+                      sha256 BLOB NOT NULL,
+                      PRIMARY KEY (inode, size, sha256)
+                    )
+                    """)
+        }
+    }
+
+    /// Records that `sent` went to the remote as the contents of `inode` and no answer said so.
+    public func noteSentContent(_ sent: SentContent, inode: UInt64) async throws {
+        try await write { db in
+            guard
+                try Bool.fetchOne(
+                    db.cachedStatement(sql: "SELECT 1 FROM item WHERE inode = ?"), arguments: [Int64(inode)]) == true
+            else { return }
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO sentContent (inode, size, sha256) VALUES (?, ?, ?)")
+                .execute(arguments: [Int64(inode), Int64(sent.size), sent.sha256])
+        }
+    }
+
+    /// The contents sent of `inode` whose answers were lost, since the last confirmed one.
+    public func sentContents(inode: UInt64) async throws -> [SentContent] {
+        try await database.read { db in
+            try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT size, sha256 FROM sentContent WHERE inode = ?"),
+                arguments: [Int64(inode)]
+            ).map { SentContent(size: UInt64($0[0] as Int64), sha256: $0[1]) }
+        }
+    }
+}
