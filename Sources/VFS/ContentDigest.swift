@@ -19,7 +19,9 @@ enum ContentDigest {
             while true {
                 let count = try buffer.withUnsafeMutableBytes { try file.read(into: $0) }
                 guard count > 0 else { break }
-                buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+                buffer.withUnsafeBytes {
+                    hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0.prefix(count)))
+                }
                 size += UInt64(count)
             }
             return SentContent(size: size, sha256: Data(hasher.finalize()))
