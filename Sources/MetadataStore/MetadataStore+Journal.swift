@@ -401,18 +401,26 @@ extension MetadataStore {
     /// new version is this change's own, not a conflict. `stillPending` stay journalled (a name
     /// the remote does not have yet). Returns what the item took from `remote`, nil when it was
     /// deleted here meanwhile. With `overtaken`, `remote` holds another's bytes written after
-    /// these (see `overtakenContents`).
+    /// these (see `overtakenContents`). With `movingPrefix`, the move of a folder on a remote whose
+    /// identifiers are places: what lay below it follows it, as `rebaseIdentifiers` does.
     public func completeModification(
         inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = [],
-        overtaken: Bool = false
+        overtaken: Bool = false, movingPrefix prefixes: (old: String, new: String)? = nil
     ) async throws -> RemoteIdentity? {
         try await write { [ownWrites] db in
             ownWrites.note([previousIdentifier, remote.identifier])
+            // The items below a moved folder follow it in this transaction, after the folder: a
+            // round between the two found them under the old identifiers, no longer in a move
+            // being sent, and took them for deleted on the remote (DECISIONS 308).
+            let followMove = {
+                if let prefixes { try Self.rebaseIdentifiers(below: prefixes.old, onto: prefixes.new, in: db) }
+            }
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
                 try Self.rebaseDeletion(of: previousIdentifier, onto: remote, keepingContentVersion: overtaken, in: db)
+                try followMove()
                 return nil
             }
             // A change that sent no contents (a chmod, a setxattr, a rename) meets a file whose
@@ -440,6 +448,7 @@ extension MetadataStore {
             if !contentsMovedOn {
                 identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
             }
+            try followMove()
             return identity
         }
     }
@@ -488,39 +497,37 @@ extension MetadataStore {
     /// that names items, whatever the item's parent here is by now (DECISIONS 280). A row that
     /// already held a new identifier gives it up as in `takeRemoteIdentity`: stale, it goes; with
     /// local work, it takes a local identifier and is journalled as a creation (DECISIONS 297).
-    public func rebaseIdentifiers(below oldPrefix: String, onto newPrefix: String) async throws {
+    private static func rebaseIdentifiers(below oldPrefix: String, onto newPrefix: String, in db: Database) throws {
         guard oldPrefix != newPrefix, let end = Self.end(ofPrefix: oldPrefix),
             let newEnd = Self.end(ofPrefix: newPrefix)
         else { return }
-        try await write { db in
-            let taken = try ItemRecord.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM item WHERE identifier >= ? AND identifier < ?"),
-                arguments: [newPrefix, newEnd])
-            for holder in taken {
-                let from = oldPrefix + holder.identifier.rawValue.dropFirst(newPrefix.count)
-                guard let taker = try Int64.fetchOne(
-                    db.cachedStatement(sql: "SELECT inode FROM item WHERE identifier = ?"), arguments: [from])
-                else { continue }
-                try Self.releaseIdentifier(holder.identifier, except: UInt64(taker), in: db)
-            }
-            let arguments: StatementArguments = [oldPrefix, end, newPrefix]
-            for (table, column) in [
-                ("item", "identifier"), ("item", "parentIdentifier"), ("pendingDeletion", "identifier"),
-                ("pendingDeletion", "parentIdentifier"),
-                ("directory", "identifier"), ("content", "identifier"), ("identifierAlias", "remote"),
-                ("creationPlace", "parentIdentifier"),
-            ] {
-                try db.cachedStatement(
-                    sql: """
-                        UPDATE OR REPLACE \(table) SET \(column) = ?3 || substr(\(column), length(?1) + 1)
-                        WHERE \(column) >= ?1 AND \(column) < ?2
-                        """
-                ).execute(arguments: arguments)
-            }
-            // The items below the new place have the identifiers there now.
-            try db.cachedStatement(sql: "DELETE FROM identifierAlias WHERE local >= ?1 AND local < ?2").execute(
-                arguments: [newPrefix, Self.end(ofPrefix: newPrefix)])
+        let taken = try ItemRecord.fetchAll(
+            db.cachedStatement(sql: "SELECT * FROM item WHERE identifier >= ? AND identifier < ?"),
+            arguments: [newPrefix, newEnd])
+        for holder in taken {
+            let from = oldPrefix + holder.identifier.rawValue.dropFirst(newPrefix.count)
+            guard let taker = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT inode FROM item WHERE identifier = ?"), arguments: [from])
+            else { continue }
+            try Self.releaseIdentifier(holder.identifier, except: UInt64(taker), in: db)
         }
+        let arguments: StatementArguments = [oldPrefix, end, newPrefix]
+        for (table, column) in [
+            ("item", "identifier"), ("item", "parentIdentifier"), ("pendingDeletion", "identifier"),
+            ("pendingDeletion", "parentIdentifier"),
+            ("directory", "identifier"), ("content", "identifier"), ("identifierAlias", "remote"),
+            ("creationPlace", "parentIdentifier"),
+        ] {
+            try db.cachedStatement(
+                sql: """
+                    UPDATE OR REPLACE \(table) SET \(column) = ?3 || substr(\(column), length(?1) + 1)
+                    WHERE \(column) >= ?1 AND \(column) < ?2
+                    """
+            ).execute(arguments: arguments)
+        }
+        // The items below the new place have the identifiers there now.
+        try db.cachedStatement(sql: "DELETE FROM identifierAlias WHERE local >= ?1 AND local < ?2").execute(
+            arguments: [newPrefix, Self.end(ofPrefix: newPrefix)])
     }
 
     /// The least text after every text that starts with `prefix` (its last character moved on by

@@ -349,6 +349,10 @@ final class ChangeReplicator: Sendable {
             localFiles.restore(released.withLock { $0 })
             throw error
         }
+        // Which items left: what a checker's finding is read from (the first few of a big round).
+        logger.debug(
+            "the remote's changes: \(outcome.added.count) added, \(outcome.updated.count) updated, \(outcome.removed.count) removed \(outcome.removed.prefix(20).map(\.identifier.rawValue)), \(outcome.keptLocal) kept here as creations"
+        )
         sweep.raced += outcome.raced
         for inode in outcome.releasedLocalContent { await localFiles.remove(inode) }
         for record in outcome.removed where record.item.kind == .file {

@@ -546,9 +546,10 @@ final class Uploader: Sendable {
     private func adopt(
         _ remote: Item, of record: ItemRecord, kind: ItemKind, stillPending: ItemFields, overtaken: Bool = false
     ) async throws {
+        let moved = kind == .directory ? movedPrefixes(of: record.identifier, to: remote.identifier) : nil
         if let identity = try await store.completeModification(
             inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending,
-            overtaken: overtaken)
+            overtaken: overtaken, movingPrefix: moved)
         {
             nodes.replaceIdentifier(record.identifier, with: identity, inode: InodeNumber(record.inode), kind: kind)
             await followInCache(record.identifier, identity.identifier)
@@ -566,9 +567,7 @@ final class Uploader: Sendable {
                 }
             }
         }
-        if kind == .directory, remote.identifier != record.identifier {
-            try await followMove(of: record.identifier, to: remote.identifier)
-        }
+        if let moved { try await followMove(moved, to: remote.identifier) }
     }
 
     /// Whether `remote`, the answer to a send of the bytes of the file `item`, holds another's
@@ -761,16 +760,24 @@ final class Uploader: Sendable {
         }
     }
 
+    /// The identifier prefixes below `folder` and below `moved`, its identifier after its move, on
+    /// a remote whose identifiers are places and so changed for every item below the folder there;
+    /// nil elsewhere, or when the move kept the identifier.
+    private func movedPrefixes(of folder: ItemIdentifier, to moved: ItemIdentifier) -> (old: String, new: String)? {
+        guard folder != moved, let places = provider as? any PathIdentifying,
+            let old = places.identifierPrefix(below: folder), let new = places.identifierPrefix(below: moved)
+        else { return nil }
+        return (old, new)
+    }
+
     /// A remote whose identifiers are places gave a moved folder a new identifier, and so every
     /// item that was below it there: they take theirs at once, by prefix, wherever they are here
-    /// (DECISIONS 280). What the remote changed below the folder since the last round, a round
-    /// reports under the identifiers the move replaced, and cannot apply: the folder and the
-    /// folders below it are listed again at their next use (DECISIONS 298).
-    private func followMove(of folder: ItemIdentifier, to moved: ItemIdentifier) async throws {
-        guard let places = provider as? any PathIdentifying, let old = places.identifierPrefix(below: folder),
-            let new = places.identifierPrefix(below: moved)
-        else { return }
-        try await store.rebaseIdentifiers(below: old, onto: new)
+    /// (DECISIONS 280), in the store with the folder's (308), here in the kept records and the
+    /// cache. What the remote changed below the folder since the last round, a round reports under
+    /// the identifiers the move replaced, and cannot apply: the folder and the folders below it are
+    /// listed again at their next use (DECISIONS 298).
+    private func followMove(_ prefixes: (old: String, new: String), to moved: ItemIdentifier) async throws {
+        let (old, new) = prefixes
         nodes.rebaseIdentifiers(below: old, onto: new)
         await followInCache { $0.rawValue.hasPrefix(old) ? ItemIdentifier(new + $0.rawValue.dropFirst(old.count)) : nil }
         try await lister.markStale([moved] + store.listedDirectories(below: new))

@@ -83,8 +83,8 @@ struct LocalChangeTests {
         moved.filename = Filename("e")
         _ = try await store.saveLocalChange(moved, inode: folder.inode, fields: .filename)
         moved.identifier = ItemIdentifier("/e")
-        _ = try await store.completeModification(inode: folder.inode, previousIdentifier: ItemIdentifier("/d"), remote: moved)
-        try await store.rebaseIdentifiers(below: "/d/", onto: "/e/")
+        _ = try await store.completeModification(
+            inode: folder.inode, previousIdentifier: ItemIdentifier("/d"), remote: moved, movingPrefix: ("/d/", "/e/"))
 
         #expect(try await store.child(ofFolder: folder.inode, named: Filename("a"))?.inode == file.inode)
         // Made by a caller that read the folder as /d.
@@ -190,7 +190,7 @@ struct LocalChangeTests {
         item.size = 5
         _ = try await store.saveLocalChange(item, inode: edited.inode, fields: .contents)
 
-        try await store.rebaseIdentifiers(below: "/d/", onto: "/e/")
+        try await Self.confirmMove(of: "/d", to: "e", in: store)
         #expect(try await store.record(identifier: ItemIdentifier("/e/a"))?.inode == moving.inode)
         let kept = try #require(try await store.record(inode: edited.inode), "the edited file left the store")
         #expect(kept.identifier.isLocal && kept.item.size == 5)
@@ -229,6 +229,41 @@ struct LocalChangeTests {
         try await store.noteSentContent(second, inode: file.inode)
         try await store.deleteLocally(inode: file.inode)
         #expect(try await store.sentContents(inode: file.inode).isEmpty)
+    }
+
+    /// A round that asked the remote during a folder's move, on a remote whose identifiers are
+    /// places, reports the items below it deleted under their old identifiers: once the move is
+    /// confirmed, those name nothing (DECISIONS 308; the checker, seed 1796409739 on Apache).
+    @Test("a round's deletions under a moved folder's old identifiers, once its move is confirmed, remove nothing")
+    func aRoundDuringAFolderMoveRemovesNothingBelowIt() async throws {
+        let store = try MetadataStore()
+        let stored = try await Self.storeFolderWithAFile(in: store)
+        let file = try #require(stored.first { $0.item.kind == .file })
+        let mark = store.ownWritesMark()
+        try await Self.confirmMove(of: "/d", to: "e", in: store)
+        let outcome = try await store.applyRemoteChanges(
+            updated: [], deleted: [ItemIdentifier("/d/a")], since: mark, releaseLocalContent: { _ in true })
+        #expect(outcome.removed.isEmpty)
+        #expect(try await store.record(inode: file.inode)?.identifier == ItemIdentifier("/e/a"))
+    }
+
+    /// Renames the folder `identifier` to `name` here and records its move as confirmed by a
+    /// remote of places.
+    static func confirmMove(of identifier: String, to name: String, in store: MetadataStore) async throws {
+        let folder = try #require(try await store.record(identifier: ItemIdentifier(identifier)))
+        var moved = folder.item
+        moved.filename = Filename(name)
+        _ = try await store.saveLocalChange(moved, inode: folder.inode, fields: .filename)
+        let change = try #require(
+            try await store.pendingWork(limit: 10).compactMap { work -> PendingChange? in
+                guard case .change(let change, _) = work, change.inode == folder.inode else { return nil }
+                return change
+            }.first)
+        _ = try #require(try await store.beginSending(inode: folder.inode, sequence: change.sequence))
+        moved.identifier = ItemIdentifier("/" + name)
+        _ = try await store.completeModification(
+            inode: folder.inode, previousIdentifier: folder.identifier, remote: moved,
+            movingPrefix: (identifier + "/", "/" + name + "/"))
     }
 
     /// Stores the folder `/d` with the file `/d/a`, and `others`, as a remote of places lists them.
