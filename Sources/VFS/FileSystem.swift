@@ -211,8 +211,7 @@ public final class FileSystem: FileSystemOperations {
             guard let child = try await self.store.child(ofFolder: parent.rawValue, named: filename) else {
                 return .negative(timeout: listed ? self.configuration.negativeTimeout : .zero)
             }
-            self.nodes.addLookup(of: child, readAt: epoch)
-            return self.entry(for: child)
+            return self.entry(for: self.nodes.addLookup(of: child, readAt: epoch))
         }
     }
 
@@ -234,8 +233,7 @@ public final class FileSystem: FileSystemOperations {
             return nil
         }
         guard let child = found else { return .negative(timeout: configuration.negativeTimeout) }
-        nodes.addLookup(of: child, readAt: epoch)
-        return entry(for: child)
+        return entry(for: nodes.addLookup(of: child, readAt: epoch))
     }
 
     public func forget(inode: InodeNumber, count: UInt64) async {
@@ -725,7 +723,8 @@ public final class FileSystem: FileSystemOperations {
                 name = record.item.filename.bytes
             default: return
             }
-            guard buffer.append(name: name, entry: entry(for: record), nextOffset: UInt64(position + 1)) else {
+            let shown = buffer.isPlus ? nodes.withUnsavedWrites(record) : record
+            guard buffer.append(name: name, entry: entry(for: shown), nextOffset: UInt64(position + 1)) else {
                 return
             }
             // readdirplus hands the kernel a reference to each child (not to "." and "..").

@@ -55,20 +55,45 @@ final class NodeTable: Sendable {
     }
 
     /// The kernel got a reference to `record`'s inode (lookup, readdirplus, create). Its record is
-    /// kept if it is a directory's, and replaces the one kept already (newer data replaces older).
+    /// kept if it is a directory's, and replaces the one kept already (newer data replaces older,
+    /// except what memory holds ahead of the store).
     /// A file's record read from the store after `epoch` was read is remembered as a recent lookup.
-    func addLookup(of record: ItemRecord, readAt epoch: UInt64? = nil) {
+    /// Returns the record to answer with: `record`, with what memory holds ahead of it
+    /// (`withUnsavedWrites`).
+    @discardableResult
+    func addLookup(of record: ItemRecord, readAt epoch: UInt64? = nil) -> ItemRecord {
         let inode = InodeNumber(record.inode)
-        state.withLock { state in
+        return state.withLock { state in
             state.lookups[inode, default: LookupCount()].increment()
             if record.item.kind == .directory || state.records[inode] != nil {
-                state.records[inode] = record
+                let current = Self.withUnsavedWrites(record, kept: state.records[inode])
+                state.records[inode] = current
+                return current
             } else if let epoch, epoch == state.epoch {
                 state.recentLookups.removeAll { $0.record.inode == record.inode }
                 if state.recentLookups.count == Self.recentLookupLimit { state.recentLookups.removeFirst() }
                 state.recentLookups.append((record, epoch))
             }
+            return record
         }
+    }
+
+    /// `record` as the store has it, with what memory holds ahead of the store: the size and
+    /// time of a file written since its handle last saved them (at flush), while the kept record
+    /// has the same content. A lookup in between answered the store's older size, and the kernel
+    /// showed it (a stat after `mkdir` of the file's name; the checker, seed 19019; DECISIONS 309).
+    func withUnsavedWrites(_ record: ItemRecord) -> ItemRecord {
+        state.withLock { Self.withUnsavedWrites(record, kept: $0.records[InodeNumber(record.inode)]) }
+    }
+
+    private static func withUnsavedWrites(_ record: ItemRecord, kept: ItemRecord?) -> ItemRecord {
+        guard let kept, kept.item.kind == .file, record.item.kind == .file,
+            kept.item.version.content == record.item.version.content
+        else { return record }
+        var current = record
+        current.item.size = kept.item.size
+        current.item.contentModificationDate = kept.item.contentModificationDate
+        return current
     }
 
     /// The record kept for `inode`, or else the one a recent lookup read, kept from now on if no

@@ -97,6 +97,28 @@ struct WriteTests {
         #expect(remote.contents(of: item.identifier) == bytes("x"))
     }
 
+    /// Writes after a handle's first are saved at its flush; a lookup before then read the
+    /// store's older size, answered it, and the kept record took it: the kernel showed it, and
+    /// the flush saved it (the checker, seed 19019: a stat after `mkdir` of the file's name;
+    /// DECISIONS 309).
+    @Test func aLookupBetweenAWriteAndItsSaveShowsTheWrittenSize() async throws {
+        let remote = try InMemoryProvider.docs()
+        let vfs = try await VFSHarness.make(provider: remote)
+        let file = try await vfs.resolve("docs/readme.txt").inode
+        let opened = try await vfs.fileSystem.open(inode: file, flags: O_RDWR, context: vfs.context)
+        for (offset, text) in [(0, "0123456789"), (10, "then thirty more bytes, unsaved")] {
+            _ = try await vfs.fileSystem.write(
+                inode: file, handle: opened.handle, offset: UInt64(offset), bytes: bytes(text), context: vfs.context)
+        }
+        #expect(try await vfs.resolve("docs/readme.txt").attributes?.size == 41)
+        #expect(try await vfs.fileSystem.getattr(inode: file, context: vfs.context).attributes.size == 41)
+        try await vfs.fileSystem.flush(inode: file, handle: opened.handle, context: vfs.context)
+        try await vfs.fileSystem.release(inode: file, handle: opened.handle, flags: 0)
+        try await vfs.waitForUploads()
+        #expect(try await vfs.fileSystem.getattr(inode: file, context: vfs.context).attributes.size == 41)
+        #expect(remote.item(atPath: "docs/readme.txt").flatMap { remote.contents(of: $0.identifier) }?.count == 41)
+    }
+
     @Test func emptyNewFilesReachTheRemoteEmptyAndLaterBytesFollow() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
