@@ -113,17 +113,19 @@ extension MetadataStore {
                     sql: """
                         INSERT OR REPLACE INTO pendingDeletion
                           (identifier, sequence, kind, contentVersion, metadataVersion, toTrash, path,
-                           parentIdentifier, filename)
-                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           parentIdentifier, filename, inode)
+                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """
                 ).execute(arguments: [
                     item.identifier.rawValue, try Self.nextSequence(in: db), Int64(item.kind.rawValue),
                     Data(item.version.content), Data(item.version.metadata), toTrash,
                     try Self.path(where: "inode = ?1", [Int64(inode)], in: db),
-                    place?.parent, place?.filename,
+                    place?.parent, place?.filename, Int64(inode),
                 ])
+                try Self.forget(record, keepingSentContents: true, in: db)
+            } else {
+                try Self.forget(record, in: db)
             }
-            try Self.forget(record, in: db)
             return unconfirmed
         }
     }
@@ -591,6 +593,12 @@ extension MetadataStore {
     public func completeDeletion(identifier: ItemIdentifier, sequence: Int64) async throws {
         try await write { [ownWrites] db in
             ownWrites.note([identifier])
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM sentContent WHERE inode =
+                      (SELECT inode FROM pendingDeletion WHERE identifier = ? AND sequence = ?)
+                    """
+            ).execute(arguments: [identifier.rawValue, sequence])
             try db.cachedStatement(sql: "DELETE FROM pendingDeletion WHERE identifier = ? AND sequence = ?").execute(
                 arguments: [identifier.rawValue, sequence])
         }
@@ -948,13 +956,16 @@ extension MetadataStore {
         ])
     }
 
-    /// Removes the item of `record` and everything kept for it.
-    static func forget(_ record: ItemRecord, in db: Database) throws {
-        for sql in [
+    /// Removes the item of `record` and everything kept for it; with `keepingSentContents`, what
+    /// its sends left unconfirmed stays for its deletion (DECISIONS 307).
+    static func forget(_ record: ItemRecord, keepingSentContents: Bool = false, in db: Database) throws {
+        var deletions = [
             "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
             "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
-            "DELETE FROM creationPlace WHERE inode = ?", "DELETE FROM sentContent WHERE inode = ?",
-        ] {
+            "DELETE FROM creationPlace WHERE inode = ?",
+        ]
+        if !keepingSentContents { deletions.append("DELETE FROM sentContent WHERE inode = ?") }
+        for sql in deletions {
             try db.cachedStatement(sql: sql).execute(arguments: [Int64(record.inode)])
         }
         try db.cachedStatement(sql: "DELETE FROM directory WHERE identifier = ?").execute(arguments: [

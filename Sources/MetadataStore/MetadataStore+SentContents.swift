@@ -1,5 +1,5 @@
 // What uploads sent without an answer (DECISIONS 307): kept per item until a send of its contents
-// is confirmed or the item goes.
+// is confirmed, or the item goes and its deletion, if one is journalled, is done.
 
 import Foundation
 import GRDB
@@ -16,6 +16,9 @@ extension MetadataStore {
                       PRIMARY KEY (inode, size, sha256)
                     )
                     """)
+            // A deletion keeps the item's: the remote may hold one of them in place of the
+            // version the deletion is based on.
+            try db.execute(sql: "ALTER TABLE pendingDeletion ADD COLUMN inode INTEGER")
         }
     }
 

@@ -22,6 +22,9 @@ public struct PendingDeletion: Sendable, Hashable {
     /// (DECISIONS 284). For an item whose move was sent and never confirmed: its place here,
     /// where the remote may hold it under another identifier than the deletion's (DECISIONS 306).
     public var unconfirmedPlace: Place?
+    /// The inode the item had here, whose unconfirmed sends the remote may hold (DECISIONS 307);
+    /// nil for deletions journalled before the store kept it.
+    public var inode: UInt64?
 
     /// A folder and a name in it.
     public struct Place: Sendable, Hashable {
@@ -42,6 +45,7 @@ extension PendingDeletion: FetchableRecord {
         self.attempts = row["attempts"]
         self.lastError = row["lastError"]
         self.path = (row["path"] as Data?).map { String(decoding: $0, as: UTF8.self) }
+        self.inode = (row["inode"] as Int64?).map { UInt64($0) }
         if let parent = row["parentIdentifier"] as String?, let filename = row["filename"] as Data? {
             self.unconfirmedPlace = Place(parent: ItemIdentifier(parent), filename: Filename(bytes: Array(filename)))
         }

@@ -625,6 +625,13 @@ final class Uploader: Sendable {
         return try await ContentDigest.remoteHoldsOne(of: sent, remote: remote, provider: provider)
     }
 
+    /// Whether the remote item `remote` holds bytes an earlier send left there of the item that
+    /// `deletion` deletes (DECISIONS 307).
+    private func holdsEarlierSend(_ remote: Item, of deletion: PendingDeletion) async throws -> Bool {
+        guard let inode = deletion.inode else { return false }
+        return try await holdsEarlierSend(remote, of: inode)
+    }
+
     /// Records what the snapshot sent of `inode` holds, after a send that may have left it on
     /// the remote without saying so.
     private func noteSent(_ snapshot: FilePath, of inode: UInt64) async {
@@ -872,7 +879,13 @@ final class Uploader: Sendable {
             // Gone already, that is what was asked; or moved by a send whose answer was lost, to
             // the place it had here.
             if let place = deletion.unconfirmedPlace { try await deleteUnconfirmed(deletion, movedTo: place) }
-        } catch ProviderError.conflict {
+        } catch ProviderError.conflict(let known) {
+            // Bytes a send of this file left there, its answer lost: the deletion is of them.
+            let current = if let known { known } else { try? await provider.item(for: deletion.identifier) }
+            if let current, try await holdsEarlierSend(current, of: deletion) {
+                try await delete(current, for: deletion)
+                return try await store.completeDeletion(identifier: deletion.identifier, sequence: deletion.sequence)
+            }
             // Changed on the remote since it was deleted here: the remote's newer version stays.
             logger.notice("\(MetadataStore.logName(of: deletion)) changed on the remote; it was not deleted there")
             try await keepRemote(deletion)
@@ -903,7 +916,11 @@ final class Uploader: Sendable {
         if found.kind == .file {
             let kept = URL(fileURLWithPath: localFiles.deletedBytes(of: deletion.identifier).string)
             let isKept = try await BlockingIO.run { FileManager.default.fileExists(atPath: kept.path(percentEncoded: false)) }
-            guard isKept, try await ours(found, bytes: kept) else {
+            // The bytes it had when deleted, or bytes an earlier send left (DECISIONS 307).
+            var isOwn = false
+            if isKept { isOwn = try await ours(found, bytes: kept) }
+            if !isOwn { isOwn = try await holdsEarlierSend(found, of: deletion) }
+            guard isOwn else {
                 logger.notice("\(place.filename) on the remote is not the file deleted here; it stays there")
                 return
             }

@@ -135,6 +135,45 @@ struct InterruptedUploadTests {
         #expect(try await last.readAll(try await last.resolve(path).inode) == bytes("then these\n"))
     }
 
+    /// Bytes sent whose answer was lost, other bytes written here, then the file deleted before
+    /// the retry: the deletion met the earlier bytes as another's version (an edit) or not as the
+    /// file deleted (a creation), and the file stayed on the remote and came back (DECISIONS 307).
+    @Test(arguments: [false, true], [false, true])
+    func aFileDeletedAfterALostAnswerGoesFromTheRemote(outage: Bool, creation: Bool) async throws {
+        let remote = try InMemoryProvider.docs()
+        let lossy = AnswerLostThenDown(remote)
+        let first = try await VFSHarness.make(provider: outage ? lossy : AnswerLost(remote))
+        let docs = try await first.resolve("docs").inode
+        _ = try await first.list(docs)
+        let path = creation ? "docs/new.txt" : "docs/readme.txt"
+        if creation {
+            _ = try await first.writeFile(path, bytes("the first bytes, sent\n"))
+        } else {
+            try await first.overwrite(try await first.resolve(path).inode, bytes("the first bytes, sent\n"))
+        }
+        first.fileSystem.retryUploadsNow()
+        try await VFSHarness.eventually("the first bytes reach the remote") {
+            remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == bytes("the first bytes, sent\n")
+        }
+        try await first.overwrite(try await first.resolve(path).inode, bytes("then these\n"))
+        let last: VFSHarness
+        if outage {
+            last = first
+        } else {
+            await first.fileSystem.shutdown()
+            last = try await VFSHarness.make(provider: remote, directory: first.directory)
+        }
+        let name = Array(path.split(separator: "/").last!.utf8)
+        try await last.fileSystem.unlink(parent: try await last.resolve("docs").inode, name: name, context: last.context)
+        if outage { lossy.comeBack() }
+        try await last.waitForUploads()
+        let names = try await UploaderOrderingTests.remoteTree(remote).keys.sorted()
+        let expected = ["docs", "docs/other.txt"] + (creation ? ["docs/readme.txt"] : [])
+        #expect(names == expected.sorted())
+        _ = try await last.fileSystem.replicateChangesNow()
+        #expect(try await last.list(try await last.resolve("docs").inode).contains(String(decoding: name, as: UTF8.self)) == false)
+    }
+
     /// The other side still holds: a remote version that is not ours is a conflict after a restart too.
     @Test func aRemoteEditMetAfterARestartIsStillAConflict() async throws {
         let remote = try InMemoryProvider.docs()
