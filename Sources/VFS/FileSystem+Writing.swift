@@ -371,16 +371,23 @@ extension FileSystem {
             // save needs saving.
             guard let written = passthrough.writtenStatus(of: inode.rawValue, seen: true) else { return }
             var changed = written.modification != nil
-            try await changeInMemory(inode) { item in
+            // Saved as changed here: the kernel may have forgotten the inode before its release
+            // came (it sends the release after the close), and memory then keeps no record of it,
+            // so the store's, read again, had the size from before the writes (DECISIONS 310).
+            let record = try await changeInMemory(inode) { item in
                 changed = changed || item.size != written.size
                 item.size = written.size
                 if let modified = written.modification { item.contentModificationDate = modified }
             }
             guard changed else { return }
+            try await saveWritten(record)
         } else {
             guard file.takeUnsavedWrites() || file.writesUnseen else { return }
+            try await saveWritten(record(inode))
         }
-        let record = try await record(inode)
+    }
+
+    private func saveWritten(_ record: ItemRecord) async throws {
         try await store.saveLocalChange(
             record.item, inode: record.inode, fields: [.contents, .contentModificationDate])
     }

@@ -119,6 +119,33 @@ struct WriteTests {
         #expect(remote.item(atPath: "docs/readme.txt").flatMap { remote.contents(of: $0.identifier) }?.count == 41)
     }
 
+    /// A new file the kernel writes itself (passthrough) has its size saved at its release. The
+    /// kernel may forget the inode before the daemon reads that release (a dentry it dropped):
+    /// the release applied the size to a copy of the record, saved the store's record instead,
+    /// and the file showed size 0 for good (`git clone` on Apache, 1 in about 30: "loose object
+    /// … is empty"; DECISIONS 310).
+    @Test func aPassthroughWritersSizeIsSavedWhenTheKernelForgotTheFileFirst() async throws {
+        let remote = try InMemoryProvider.docs()
+        let vfs = try await VFSHarness.make(provider: remote)
+        vfs.fileSystem.attach(PassthroughFilesTests.Registry())
+        let docs = try await vfs.resolve("docs").inode
+        let (created, opened) = try await vfs.fileSystem.create(
+            parent: docs, name: bytes("object"), mode: 0o444, flags: O_WRONLY, context: vfs.context)
+        #expect(opened.backing != nil, "the kernel writes a new file itself")
+        // What the kernel writes lands in the local content, unseen by the daemon.
+        let local = vfs.directory.appendingPathComponent("local/\(created.inode.rawValue)")
+        let kernel = try #require(FileHandle(forWritingAtPath: local.path))
+        try kernel.write(contentsOf: Data(repeating: 7, count: 28546))
+        try kernel.close()
+        #expect(vfs.fileSystem.flushNow(inode: created.inode, handle: opened.handle))
+        await vfs.fileSystem.forget(inode: created.inode, count: 1)
+        try await vfs.fileSystem.release(inode: created.inode, handle: opened.handle, flags: 0)
+        #expect(try await vfs.fileSystem.getattr(inode: created.inode, context: vfs.context).attributes.size == 28546)
+        try await vfs.waitForUploads()
+        #expect(remote.item(atPath: "docs/object")?.size == 28546)
+        #expect(try await vfs.resolve("docs/object").attributes?.size == 28546)
+    }
+
     @Test func emptyNewFilesReachTheRemoteEmptyAndLaterBytesFollow() async throws {
         let remote = try InMemoryProvider.docs()
         let vfs = try await VFSHarness.make(provider: remote)
