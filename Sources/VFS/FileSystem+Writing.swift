@@ -448,9 +448,12 @@ extension FileSystem {
             // Owners: remotes have none; every item shows the mounting user (DECISIONS). Access
             // times are not kept.
             if !fields.isEmpty {
-                // What the kernel wrote itself so far is older than this change's time.
-                _ = self.passthrough.writtenStatus(of: record.inode, seen: true)
+                // What the kernel wrote itself so far is older than this change's time; its size
+                // is saved with it, or a release saving the size after it could come first
+                // (DECISIONS 310).
+                let written = self.passthrough.writtenStatus(of: record.inode, seen: true)
                 record = try await self.saveChange(of: record.inode, fields: fields) { item in
+                    if let written { item.size = written.size }
                     if let size = changes.size {
                         item.size = size
                         item.contentModificationDate = .now

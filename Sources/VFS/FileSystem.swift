@@ -723,8 +723,7 @@ public final class FileSystem: FileSystemOperations {
                 name = record.item.filename.bytes
             default: return
             }
-            let shown = buffer.isPlus ? nodes.withUnsavedWrites(record) : record
-            guard buffer.append(name: name, entry: entry(for: shown), nextOffset: UInt64(position + 1)) else {
+            guard buffer.append(name: name, entry: entry(for: record), nextOffset: UInt64(position + 1)) else {
                 return
             }
             // readdirplus hands the kernel a reference to each child (not to "." and "..").
@@ -867,7 +866,9 @@ public final class FileSystem: FileSystemOperations {
     }
 
     func attributes(of record: ItemRecord) -> FileAttributes {
-        var item = record.item
+        // A file's size and time as memory has them now: `record` may have been read before a
+        // write or a release changed them there (DECISIONS 309, 310).
+        var item = nodes.withUnsavedWrites(record).item
         // While the kernel writes the file itself, only the file knows its size (and its time,
         // once written since the daemon last saved it).
         if item.kind == .file, let written = passthrough.writtenStatus(of: record.inode) {

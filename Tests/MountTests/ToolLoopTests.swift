@@ -17,9 +17,7 @@ extension MountTests {
         static let kinds: [WritableRemote.Kind] = [.folder, .apache]
         /// Tools that fail on the code as it is, with the issue-51 item they meet; they run as known
         /// issues until `FPFS_CHECK_STRICT=1` (or until the item is fixed and the tool leaves this list).
-        static let knownIssues: [Tool: String] = [
-            .git: "items 1 and 9: one iteration in 60 on Apache still failed after DECISIONS 270-276 (cause not found yet)"
-        ]
+        static let knownIssues: [Tool: String] = [:]
 
         static var iterations: Int {
             Int(ProcessInfo.processInfo.environment["FPFS_TOOL_ITERATIONS"] ?? "") ?? 1
