@@ -97,12 +97,12 @@ struct InterruptedUploadTests {
         }
     }
 
-    /// Bytes sent whose answer was lost, then other bytes written here before the retry: the
-    /// remote's version is the file's own, not another's edit, and the new bytes go on top without
-    /// a conflict copy (DECISIONS 307; the checker, seed 18016 on Apache). Daemon ended with the
-    /// send under way (as kill -9 leaves it), or an outage while it runs; an edit or a creation.
-    @Test(arguments: [false, true], [false, true])
-    func bytesWrittenAgainAfterALostAnswerGoOnTop(outage: Bool, creation: Bool) async throws {
+    /// Sends `path`'s first bytes (an edit, or a creation) and loses the answer, then writes other
+    /// bytes there before the retry; ends the daemon with the send under way (as kill -9 leaves
+    /// it) and starts another, or, with `outage`, leaves the remote away until `lossy.comeBack()`.
+    static func sentThenWrittenAgain(outage: Bool, creation: Bool) async throws
+        -> (remote: InMemoryProvider, lossy: AnswerLostThenDown, vfs: VFSHarness, path: String)
+    {
         let remote = try InMemoryProvider.docs()
         let lossy = AnswerLostThenDown(remote)
         let first = try await VFSHarness.make(provider: outage ? lossy : AnswerLost(remote))
@@ -118,15 +118,20 @@ struct InterruptedUploadTests {
             remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == bytes("the first bytes, sent\n")
         }
         try await first.overwrite(try await first.resolve(path).inode, bytes("then these\n"))
-        let last: VFSHarness
-        if outage {
-            lossy.comeBack()
-            first.fileSystem.retryUploadsNow()
-            last = first
-        } else {
-            await first.fileSystem.shutdown()
-            last = try await VFSHarness.make(provider: remote, directory: first.directory)
-        }
+        guard !outage else { return (remote, lossy, first, path) }
+        await first.fileSystem.shutdown()
+        return (remote, lossy, try await VFSHarness.make(provider: remote, directory: first.directory), path)
+    }
+
+    /// Bytes sent whose answer was lost, then other bytes written here before the retry: the
+    /// remote's version is the file's own, not another's edit, and the new bytes go on top without
+    /// a conflict copy (DECISIONS 307; the checker, seed 18016 on Apache). Daemon ended with the
+    /// send under way, or an outage while it runs; an edit or a creation.
+    @Test(arguments: [false, true], [false, true])
+    func bytesWrittenAgainAfterALostAnswerGoOnTop(outage: Bool, creation: Bool) async throws {
+        let (remote, lossy, last, path) = try await Self.sentThenWrittenAgain(outage: outage, creation: creation)
+        lossy.comeBack()
+        last.fileSystem.retryUploadsNow()
         try await last.waitForUploads()
         let names = try await UploaderOrderingTests.remoteTree(remote).keys.sorted()
         let expected = ["docs", "docs/other.txt", "docs/readme.txt"] + (creation ? ["docs/new.txt"] : [])
@@ -140,38 +145,17 @@ struct InterruptedUploadTests {
     /// file deleted (a creation), and the file stayed on the remote and came back (DECISIONS 307).
     @Test(arguments: [false, true], [false, true])
     func aFileDeletedAfterALostAnswerGoesFromTheRemote(outage: Bool, creation: Bool) async throws {
-        let remote = try InMemoryProvider.docs()
-        let lossy = AnswerLostThenDown(remote)
-        let first = try await VFSHarness.make(provider: outage ? lossy : AnswerLost(remote))
-        let docs = try await first.resolve("docs").inode
-        _ = try await first.list(docs)
-        let path = creation ? "docs/new.txt" : "docs/readme.txt"
-        if creation {
-            _ = try await first.writeFile(path, bytes("the first bytes, sent\n"))
-        } else {
-            try await first.overwrite(try await first.resolve(path).inode, bytes("the first bytes, sent\n"))
-        }
-        first.fileSystem.retryUploadsNow()
-        try await VFSHarness.eventually("the first bytes reach the remote") {
-            remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == bytes("the first bytes, sent\n")
-        }
-        try await first.overwrite(try await first.resolve(path).inode, bytes("then these\n"))
-        let last: VFSHarness
-        if outage {
-            last = first
-        } else {
-            await first.fileSystem.shutdown()
-            last = try await VFSHarness.make(provider: remote, directory: first.directory)
-        }
-        let name = Array(path.split(separator: "/").last!.utf8)
-        try await last.fileSystem.unlink(parent: try await last.resolve("docs").inode, name: name, context: last.context)
-        if outage { lossy.comeBack() }
+        let (remote, lossy, last, path) = try await Self.sentThenWrittenAgain(outage: outage, creation: creation)
+        let name = String(path.split(separator: "/").last!)
+        try await last.fileSystem.unlink(
+            parent: try await last.resolve("docs").inode, name: Array(name.utf8), context: last.context)
+        lossy.comeBack()
         try await last.waitForUploads()
         let names = try await UploaderOrderingTests.remoteTree(remote).keys.sorted()
         let expected = ["docs", "docs/other.txt"] + (creation ? ["docs/readme.txt"] : [])
         #expect(names == expected.sorted())
         _ = try await last.fileSystem.replicateChangesNow()
-        #expect(try await last.list(try await last.resolve("docs").inode).contains(String(decoding: name, as: UTF8.self)) == false)
+        #expect(!(try await last.list(try await last.resolve("docs").inode).contains(name)))
     }
 
     /// The other side still holds: a remote version that is not ours is a conflict after a restart too.
