@@ -264,6 +264,21 @@ extension MetadataStore {
         Array(folder.rawValue.utf8) + [0] + name
     }
 
+    /// Records that the creation of the item at `inode` is sent to `filename` in `folder`, a place
+    /// other than the item's (a temporary name while its own is another's): a lost answer may
+    /// leave it made there (DECISIONS 311).
+    public func noteCreationPlace(inode: UInt64, folder: ItemIdentifier, filename: Filename) async throws {
+        try await write { db in try Self.noteCreationPlace(inode: inode, folder: folder, filename: filename, in: db) }
+    }
+
+    private static func noteCreationPlace(
+        inode: UInt64, folder: ItemIdentifier, filename: Filename, in db: Database
+    ) throws {
+        try db.cachedStatement(
+            sql: "INSERT OR IGNORE INTO creationPlace (inode, parentIdentifier, filename) VALUES (?, ?, ?)"
+        ).execute(arguments: [Int64(inode), folder.rawValue, Data(filename.bytes)])
+    }
+
     /// Forgets that the creation of the item at `inode` was sent to `filename` in `folder`: the
     /// remote answered that the name was taken, so it made nothing there, and what holds the name
     /// is another's, to be listed (DECISIONS 305).
@@ -355,11 +370,8 @@ extension MetadataStore {
                 .execute(arguments: [Int64(inode)])
             let record = try ItemRecord(row: row)
             if change.isCreation {
-                try db.cachedStatement(
-                    sql: "INSERT OR IGNORE INTO creationPlace (inode, parentIdentifier, filename) VALUES (?, ?, ?)"
-                ).execute(arguments: [
-                    Int64(inode), record.item.parentIdentifier.rawValue, Data(record.item.filename.bytes),
-                ])
+                try Self.noteCreationPlace(
+                    inode: inode, folder: record.item.parentIdentifier, filename: record.item.filename, in: db)
             }
             return (change, record)
         }

@@ -707,6 +707,9 @@ final class Uploader: Sendable {
             // temporary name and takes its own when the journal reaches it again.
             var aside = item
             aside.filename = TemporaryName.make(for: item.filename, inode: inode)
+            // Where a lost answer may leave it: the retry looks there first (`madeElsewhere`),
+            // and no round learns it as another's meanwhile (DECISIONS 311).
+            try await store.noteCreationPlace(inode: inode, folder: aside.parentIdentifier, filename: aside.filename)
             remote = try await provider.createItem(
                 basedOn: aside, fields: change.fields, contents: contents, options: options)
             stillPending = [.filename]
