@@ -23,15 +23,23 @@ extension MetadataStore {
     }
 
     /// Records that `sent` went to the remote as the contents of `inode` and no answer said so.
+    /// Never from the reserve a full disk leaves for deletions (`write`): a note is worth less than
+    /// the deletion that frees the disk, and on a full disk it throws `StoreDiskFull` instead.
     public func noteSentContent(_ sent: SentContent, inode: UInt64) async throws {
-        try await write { db in
-            guard
-                try Bool.fetchOne(
-                    db.cachedStatement(sql: "SELECT 1 FROM item WHERE inode = ?"), arguments: [Int64(inode)]) == true
-            else { return }
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO sentContent (inode, size, sha256) VALUES (?, ?, ?)")
-                .execute(arguments: [Int64(inode), Int64(sent.size), sent.sha256])
+        do {
+            try await database.write { db in try Self.insertSentContent(sent, inode: inode, in: db) }
+        } catch let error as DatabaseError where Self.meansDiskFull(error) {
+            throw StoreDiskFull()
         }
+    }
+
+    private static func insertSentContent(_ sent: SentContent, inode: UInt64, in db: Database) throws {
+        guard
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM item WHERE inode = ?"), arguments: [Int64(inode)]) == true
+        else { return }
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO sentContent (inode, size, sha256) VALUES (?, ?, ?)")
+            .execute(arguments: [Int64(inode), Int64(sent.size), sent.sha256])
     }
 
     /// The contents sent of `inode` whose answers were lost, since the last confirmed one.

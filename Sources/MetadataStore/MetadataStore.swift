@@ -101,7 +101,7 @@ public final class MetadataStore: Sendable {
     }
 
     /// SQLite found no room: the database or its log could not grow, or the shared-memory file.
-    private static func meansDiskFull(_ error: DatabaseError) -> Bool {
+    static func meansDiskFull(_ error: DatabaseError) -> Bool {
         error.resultCode == .SQLITE_FULL || error.extendedResultCode == .SQLITE_IOERR_SHMSIZE
     }
 

@@ -255,12 +255,10 @@ extension FileSystem {
     /// Notes what the sends the daemon's end interrupted sent, from the snapshots they left under
     /// `root`: the remote may hold those bytes, and a retry knows them for the file's own even
     /// when the file changes here again first (DECISIONS 307).
-    static func noteInterruptedSends(under root: FilePath, store: MetadataStore, logger: Logger) async throws {
+    static func noteInterruptedSends(under root: FilePath, store: MetadataStore, logger: Logger) async {
         for leftover in LocalFileFolder.leftoverSnapshots(under: root) {
             do {
                 try await store.noteSentContent(ContentDigest.of(leftover.path), inode: leftover.inode)
-            } catch let error as StoreDiskFull {
-                throw error
             } catch {
                 logger.warning("cannot read what an interrupted upload sent of inode \(leftover.inode): \(error)")
             }

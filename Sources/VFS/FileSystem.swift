@@ -75,7 +75,7 @@ public final class FileSystem: FileSystemOperations {
         }
         try await store.forgetIdentifierAliases()
         try await store.requeueSending()
-        try await noteInterruptedSends(under: cache.directory.removingLastComponent(), store: store, logger: logger)
+        await noteInterruptedSends(under: cache.directory.removingLastComponent(), store: store, logger: logger)
         let localFiles = try LocalFileFolder(
             root: cache.directory.removingLastComponent(), items: try await store.localContentItems(),
             unconfirmedDeletions: try await store.unconfirmedCreationsDeleted())
