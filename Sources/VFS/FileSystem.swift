@@ -211,7 +211,8 @@ public final class FileSystem: FileSystemOperations {
             guard let child = try await self.store.child(ofFolder: parent.rawValue, named: filename) else {
                 return .negative(timeout: listed ? self.configuration.negativeTimeout : .zero)
             }
-            return self.entry(for: self.nodes.addLookup(of: child, readAt: epoch))
+            self.nodes.addLookup(of: child, readAt: epoch)
+            return self.entry(for: child)
         }
     }
 
@@ -233,7 +234,8 @@ public final class FileSystem: FileSystemOperations {
             return nil
         }
         guard let child = found else { return .negative(timeout: configuration.negativeTimeout) }
-        return entry(for: nodes.addLookup(of: child, readAt: epoch))
+        nodes.addLookup(of: child, readAt: epoch)
+        return entry(for: child)
     }
 
     public func forget(inode: InodeNumber, count: UInt64) async {

@@ -58,23 +58,17 @@ final class NodeTable: Sendable {
     /// kept if it is a directory's, and replaces the one kept already (newer data replaces older,
     /// except what memory holds ahead of the store).
     /// A file's record read from the store after `epoch` was read is remembered as a recent lookup.
-    /// Returns the record to answer with: `record`, with what memory holds ahead of it
-    /// (`withUnsavedWrites`).
-    @discardableResult
-    func addLookup(of record: ItemRecord, readAt epoch: UInt64? = nil) -> ItemRecord {
+    func addLookup(of record: ItemRecord, readAt epoch: UInt64? = nil) {
         let inode = InodeNumber(record.inode)
-        return state.withLock { state in
+        state.withLock { state in
             state.lookups[inode, default: LookupCount()].increment()
             if record.item.kind == .directory || state.records[inode] != nil {
-                let current = Self.withUnsavedWrites(record, kept: state.records[inode])
-                state.records[inode] = current
-                return current
+                state.records[inode] = Self.withUnsavedWrites(record, kept: state.records[inode])
             } else if let epoch, epoch == state.epoch {
                 state.recentLookups.removeAll { $0.record.inode == record.inode }
                 if state.recentLookups.count == Self.recentLookupLimit { state.recentLookups.removeFirst() }
                 state.recentLookups.append((record, epoch))
             }
-            return record
         }
     }
 
