@@ -27,13 +27,15 @@ final class LocalFileFolder: Sendable {
     private let nameless: NamelessFiles
 
     /// Guards the inodes with local content, which of them are conflict copies, the count of
-    /// writers of each, the count of open descriptors (`LocalFile`s) of each, the contents an
-    /// upload snapshot names too, and the copies under way that end such sharing.
+    /// writers of each, the count of open descriptors (`LocalFile`s) of each, the count of upload
+    /// snapshots of each, the contents an upload snapshot names too, and the copies under way that
+    /// end such sharing.
     private struct State {
         var items: Set<UInt64>
         var conflictCopies: Set<UInt64>
         var writers: [UInt64: Int] = [:]
         var users: [UInt64: Int] = [:]
+        var snapshots: [UInt64: Int] = [:]
         /// Contents whose file is also an upload's snapshot, by the snapshot's path.
         var shared: [UInt64: FilePath] = [:]
         var unsharing: [UInt64: Task<Void, any Error>] = [:]
@@ -329,6 +331,18 @@ final class LocalFileFolder: Sendable {
     func snapshot(_ inode: UInt64, tag: Int64) async throws -> (path: FilePath, size: UInt64) {
         let source = path(of: inode)
         let snapshot = uploads.appending("\(inode)-\(tag)")
+        state.withLock { $0.snapshots[inode, default: 0] += 1 }
+        do {
+            return try await take(snapshot, of: source, inode: inode)
+        } catch {
+            endSnapshot(of: inode)
+            throw error
+        }
+    }
+
+    private func take(_ snapshot: FilePath, of source: FilePath, inode: UInt64) async throws
+        -> (path: FilePath, size: UInt64)
+    {
         // Linked first and published after: an open counted before the publication makes it a
         // copy below, and one counted after it finds the content shared.
         let linked = try await BlockingIO.run { () -> UInt64? in
@@ -367,6 +381,20 @@ final class LocalFileFolder: Sendable {
             if state.shared[inode] == snapshot { state.shared[inode] = nil }
         }
         unlink(snapshot.string)
+        endSnapshot(of: inode)
+    }
+
+    private func endSnapshot(of inode: UInt64) {
+        state.withLock { state in
+            let left = (state.snapshots[inode] ?? 1) - 1
+            state.snapshots[inode] = left > 0 ? left : nil
+        }
+    }
+
+    /// Whether an upload's snapshot holds the bytes of a content deleted here: its disk space
+    /// comes back when that upload's attempt ends.
+    private var snapshotsHoldDeletedBytes: Bool {
+        state.withLock { state in state.snapshots.keys.contains { !state.items.contains($0) } }
     }
 
     /// The copy that gives the content of `inode` a file of its own again while an upload's
@@ -407,9 +435,27 @@ final class LocalFileFolder: Sendable {
     /// journal need: so that on a full disk a write is refused cleanly, while deleting files
     /// (which needs a journal entry) still works. The reserve is the size of the store's own
     /// (`SpaceReserve.size`), kept free besides it.
+    ///
+    /// A deleted file an upload is sending frees its space only when that attempt ends (the
+    /// snapshot is a name of its bytes, open in the provider): `rm big; echo > new` on a full disk
+    /// failed while the first attempt was under way. So a call that finds no room while such
+    /// space is held waits for it, up to `roomWait` (DECISIONS 312).
     func ensureRoom(for bytes: UInt64) async throws {
-        try await BlockingIO.run { try self.checkRoom(for: bytes) }
+        let deadline = ContinuousClock.now + Self.roomWait
+        while true {
+            // Asked before the check, so that space freed between the two is checked once more.
+            let held = snapshotsHoldDeletedBytes
+            do {
+                return try await BlockingIO.run { try self.checkRoom(for: bytes) }
+            } catch let error as Errno where error == .noSpace && held && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
     }
+
+    /// How long a write on a full disk waits for the space of deleted files being uploaded: the
+    /// end of an attempt against an unreachable or hung remote, not of a long upload.
+    static let roomWait: Duration = .seconds(5)
 
     /// `ensureRoom`, for code already off the cooperative threads (statvfs may block).
     private func checkRoom(for bytes: UInt64) throws {

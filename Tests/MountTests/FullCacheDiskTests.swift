@@ -43,8 +43,12 @@ extension MountTests {
         @Test("on a full cache disk new files fail with ENOSPC, and deleting frees the disk for them")
         func newFilesOnFullDisk() async throws {
             try await Self.withSmallCacheDisk(megabytes: 50) { scratch in
-                // Nothing reaches the remote: the disk stays full of changes not yet sent.
-                let options = ["--remote-timeout", "2", "--inject-faults", "error=serverUnreachable:create"]
+                // Nothing reaches the remote: the disk stays full of changes not yet sent. Each
+                // attempt fails after 2 s, so the `rm` comes while one holds the file's bytes
+                // (DECISIONS 312); it failed 1 run in 9 when attempts failed at once.
+                let options = [
+                    "--remote-timeout", "2", "--inject-faults", "delay=2000:create;error=serverUnreachable:create",
+                ]
                 let mount = try await TestMount.start(remote: scratch.remote, in: scratch, options: options)
                 defer { mount.unmount() }
                 let full = await Command.bash(
@@ -55,6 +59,13 @@ extension MountTests {
                 #expect(
                     created.stdout.contains("No space left on device"),
                     "creating files on a full cache disk: \(created.stdout)\n\(mount.logTail())")
+                // Deleted while an attempt to send it holds its bytes: the space comes back when
+                // the attempt ends, and the new file waits for it.
+                let deadline = ContinuousClock.now + .seconds(30)
+                while try await !mount.status().uploading.contains(where: { $0.name == "too-big.bin" }) {
+                    guard ContinuousClock.now < deadline else { throw MountTestFailure("too-big.bin is not sent") }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 try await Command(["rm", mount.path("too-big.bin")]).check()
                 try await Command.bash("echo after > \"$1\"", mount.path("after.txt")).check()
                 #expect(try await Command(["cat", mount.path("after.txt")]).check().stdout == "after\n")

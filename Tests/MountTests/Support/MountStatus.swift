@@ -22,6 +22,11 @@ struct MountStatus: Decodable, Sendable {
         var failing: Int
     }
 
+    /// One upload of contents in flight.
+    struct Upload: Decodable, Sendable {
+        var name: String
+    }
+
     /// What the cache holds against its bound.
     struct Cache: Decodable, Sendable {
         var bytes: Int
@@ -34,6 +39,8 @@ struct MountStatus: Decodable, Sendable {
     var fetches: Fetches
     var reads: Reads
     var uploads: Uploads
+    /// Names of the files whose contents are being sent now.
+    var uploading: [Upload]
     /// Reads refused to non-materializing processes, by process name.
     var blocked: [String: Int]
     var cache: Cache
