@@ -108,7 +108,7 @@ final class S3MetadataMemo: Sendable {
                 if !FileManager.default.fileExists(atPath: file.path) {
                     try FileManager.default.createDirectory(
                         at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-                    FileManager.default.createFile(atPath: file.path, contents: nil)
+                    _ = FileManager.default.createFile(atPath: file.path, contents: nil)
                 }
                 let handle = try FileHandle(forWritingTo: file)
                 defer { try? handle.close() }
