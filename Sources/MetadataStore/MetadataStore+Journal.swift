@@ -99,11 +99,12 @@ extension MetadataStore {
                 && pending.map { !$0.fields.union($0.sending).isDisjoint(with: [.filename, .parentIdentifier]) } == true
             if pending.map({ !$0.isCreation }) ?? true || unconfirmed {
                 let item = record.item
-                // Where its creation was last sent, which a move here since did not change (290).
+                // Where its creation or move was last sent, which a move here since did not change
+                // (DECISIONS 290, 314).
                 let sent = try Row.fetchOne(
                     db.cachedStatement(
                         sql: """
-                            SELECT parentIdentifier, filename FROM creationPlace WHERE inode = ?
+                            SELECT parentIdentifier, filename FROM sentPlace WHERE inode = ?
                             ORDER BY rowid DESC LIMIT 1
                             """), arguments: [Int64(inode)])
                 let place: (parent: String, filename: Data)? =
@@ -227,35 +228,35 @@ extension MetadataStore {
             && change.fields.union(change.sending).contains(.parentIdentifier)
     }
 
-    /// The condition that the item (joined) is no longer at a `creationPlace` row's place.
-    private static let creationPlaceLeft = """
-        (item.parentIdentifier != creationPlace.parentIdentifier OR item.filename != creationPlace.filename)
+    /// The condition that the item (joined) is no longer at a `sentPlace` row's place.
+    private static let sentPlaceLeft = """
+        (item.parentIdentifier != sentPlace.parentIdentifier OR item.filename != sentPlace.filename)
         """
 
-    /// The places unconfirmed creations were sent to and their items have left, each as its
-    /// folder's identifier, a NUL and the name: what a lost answer may have made there is the
-    /// item's own until its creation is sent again (`Uploader.madeElsewhere`), so neither a
-    /// listing nor a round learns it as another item (DECISIONS 305).
-    static func placesLeftByCreations(in db: Database) throws -> Set<[UInt8]> {
+    /// The places unconfirmed creations and moves were sent to and their items have left, each as
+    /// its folder's identifier, a NUL and the name: what a lost answer may have left there is the
+    /// item's own until it is sent again (`Uploader.madeElsewhere`, `Uploader.movedEarlier`), so
+    /// neither a listing nor a round learns it as another item (DECISIONS 305, 314).
+    static func placesLeftBySends(in db: Database) throws -> Set<[UInt8]> {
         Set(
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT creationPlace.parentIdentifier, creationPlace.filename
-                        FROM creationPlace JOIN item ON item.inode = creationPlace.inode
-                        WHERE \(Self.creationPlaceLeft)
+                        SELECT sentPlace.parentIdentifier, sentPlace.filename
+                        FROM sentPlace JOIN item ON item.inode = sentPlace.inode
+                        WHERE \(Self.sentPlaceLeft)
                         """)
             ).map { Self.place(ItemIdentifier($0[0] as String), Array($0[1] as Data)) })
     }
 
-    /// Whether an unconfirmed creation was sent to `name` in `folder` and its item has left it
-    /// (`placesLeftByCreations`).
-    static func isPlaceLeftByCreation(_ folder: ItemIdentifier, _ name: Filename, in db: Database) throws -> Bool {
+    /// Whether an unconfirmed creation or move was sent to `name` in `folder` and its item has
+    /// left it (`placesLeftBySends`).
+    static func isPlaceLeftBySend(_ folder: ItemIdentifier, _ name: Filename, in db: Database) throws -> Bool {
         try Bool.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT 1 FROM creationPlace JOIN item ON item.inode = creationPlace.inode
-                    WHERE creationPlace.parentIdentifier = ? AND creationPlace.filename = ? AND \(Self.creationPlaceLeft)
+                    SELECT 1 FROM sentPlace JOIN item ON item.inode = sentPlace.inode
+                    WHERE sentPlace.parentIdentifier = ? AND sentPlace.filename = ? AND \(Self.sentPlaceLeft)
                     """), arguments: [folder.rawValue, Data(name.bytes)]) ?? false
     }
 
@@ -264,42 +265,42 @@ extension MetadataStore {
         Array(folder.rawValue.utf8) + [0] + name
     }
 
-    /// Records that the creation of the item at `inode` is sent to `filename` in `folder`, a place
-    /// other than the item's (a temporary name while its own is another's): a lost answer may
-    /// leave it made there (DECISIONS 311).
-    public func noteCreationPlace(inode: UInt64, folder: ItemIdentifier, filename: Filename) async throws {
-        try await write { db in try Self.noteCreationPlace(inode: inode, folder: folder, filename: filename, in: db) }
+    /// Records that the creation or move of the item at `inode` is sent to `filename` in `folder`,
+    /// a place other than the item's (a temporary name while its own is another's): a lost answer
+    /// may leave it there (DECISIONS 311, 314). The last place sent to comes last.
+    public func noteSentPlace(inode: UInt64, folder: ItemIdentifier, filename: Filename) async throws {
+        try await write { db in try Self.noteSentPlace(inode: inode, folder: folder, filename: filename, in: db) }
     }
 
-    private static func noteCreationPlace(
+    private static func noteSentPlace(
         inode: UInt64, folder: ItemIdentifier, filename: Filename, in db: Database
     ) throws {
         try db.cachedStatement(
-            sql: "INSERT OR IGNORE INTO creationPlace (inode, parentIdentifier, filename) VALUES (?, ?, ?)"
+            sql: "INSERT OR REPLACE INTO sentPlace (inode, parentIdentifier, filename) VALUES (?, ?, ?)"
         ).execute(arguments: [Int64(inode), folder.rawValue, Data(filename.bytes)])
     }
 
     /// Forgets that the creation of the item at `inode` was sent to `filename` in `folder`: the
     /// remote answered that the name was taken, so it made nothing there, and what holds the name
     /// is another's, to be listed (DECISIONS 305).
-    public func forgetCreationPlace(inode: UInt64, folder: ItemIdentifier, filename: Filename) async throws {
+    public func forgetSentPlace(inode: UInt64, folder: ItemIdentifier, filename: Filename) async throws {
         try await write { db in
             try db.cachedStatement(
-                sql: "DELETE FROM creationPlace WHERE inode = ? AND parentIdentifier = ? AND filename = ?"
+                sql: "DELETE FROM sentPlace WHERE inode = ? AND parentIdentifier = ? AND filename = ?"
             ).execute(arguments: [Int64(inode), folder.rawValue, Data(filename.bytes)])
         }
     }
 
-    /// Where the unconfirmed creation of the item at `inode` was sent, other than its place now:
-    /// where a lost answer may have left it (DECISIONS 290).
-    public func earlierCreationPlaces(inode: UInt64) async throws -> [(parent: ItemIdentifier, filename: Filename)] {
+    /// Where the unconfirmed creation or moves of the item at `inode` were sent, other than its
+    /// place now: where a lost answer may have left it (DECISIONS 290, 314).
+    public func earlierSentPlaces(inode: UInt64) async throws -> [(parent: ItemIdentifier, filename: Filename)] {
         try await database.read { db in
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT creationPlace.parentIdentifier, creationPlace.filename
-                        FROM creationPlace JOIN item ON item.inode = creationPlace.inode
-                        WHERE creationPlace.inode = ? AND \(Self.creationPlaceLeft)
+                        SELECT sentPlace.parentIdentifier, sentPlace.filename
+                        FROM sentPlace JOIN item ON item.inode = sentPlace.inode
+                        WHERE sentPlace.inode = ? AND \(Self.sentPlaceLeft)
                         """), arguments: [Int64(inode)]
             ).map { (ItemIdentifier($0[0] as String), Filename(bytes: Array($0[1] as Data))) }
         }
@@ -369,8 +370,8 @@ extension MetadataStore {
             try db.cachedStatement(sql: "UPDATE pendingChange SET sending = fields, fields = 0 WHERE inode = ?")
                 .execute(arguments: [Int64(inode)])
             let record = try ItemRecord(row: row)
-            if change.isCreation {
-                try Self.noteCreationPlace(
+            if change.isCreation || !change.fields.isDisjoint(with: [.filename, .parentIdentifier]) {
+                try Self.noteSentPlace(
                     inode: inode, folder: record.item.parentIdentifier, filename: record.item.filename, in: db)
             }
             return (change, record)
@@ -401,7 +402,7 @@ extension MetadataStore {
             try db.cachedStatement(sql: "UPDATE pendingChange SET isCreation = 0 WHERE inode = ?").execute(arguments: [
                 Int64(inode)
             ])
-            try db.cachedStatement(sql: "DELETE FROM creationPlace WHERE inode = ?").execute(arguments: [Int64(inode)])
+            try db.cachedStatement(sql: "DELETE FROM sentPlace WHERE inode = ?").execute(arguments: [Int64(inode)])
             try Self.finishSending(inode: inode, overtaken: overtaken, in: db)
             let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
@@ -457,6 +458,8 @@ extension MetadataStore {
                 of: remote, replacing: record, inode: inode, alias: false, keepingContentVersion: contentsMovedOn,
                 in: db)
             try Self.finishSending(inode: inode, overtaken: overtaken, in: db)
+            // The remote said where the item is: no earlier move left it elsewhere.
+            try db.cachedStatement(sql: "DELETE FROM sentPlace WHERE inode = ?").execute(arguments: [Int64(inode)])
             let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             if !contentsMovedOn {
@@ -480,16 +483,16 @@ extension MetadataStore {
                     db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"), arguments: [identifier.rawValue]
                 )
             else {
-                // Unknown here: deleted here, or made by a creation whose answer was lost, at a
-                // place the item has left since (DECISIONS 290).
+                // Unknown here: deleted here, or left by a creation or move whose answer was lost,
+                // at a place the item has left since (DECISIONS 290, 314).
                 return try Bool.fetchOne(
                     db.cachedStatement(
                         sql: """
                             SELECT 1 FROM pendingDeletion WHERE identifier = ?
                             UNION ALL
-                            SELECT 1 FROM creationPlace JOIN item ON item.inode = creationPlace.inode
-                            WHERE creationPlace.parentIdentifier = ? AND creationPlace.filename = ?
-                              AND \(Self.creationPlaceLeft)
+                            SELECT 1 FROM sentPlace JOIN item ON item.inode = sentPlace.inode
+                            WHERE sentPlace.parentIdentifier = ? AND sentPlace.filename = ?
+                              AND \(Self.sentPlaceLeft)
                             """),
                     arguments: [identifier.rawValue, try Self.resolve(folder, in: db), Data(name.bytes)]) ?? false
             }
@@ -530,7 +533,7 @@ extension MetadataStore {
             ("item", "identifier"), ("item", "parentIdentifier"), ("pendingDeletion", "identifier"),
             ("pendingDeletion", "parentIdentifier"),
             ("directory", "identifier"), ("content", "identifier"), ("identifierAlias", "remote"),
-            ("creationPlace", "parentIdentifier"),
+            ("sentPlace", "parentIdentifier"),
         ] {
             try db.cachedStatement(
                 sql: """
@@ -974,7 +977,7 @@ extension MetadataStore {
         var deletions = [
             "DELETE FROM pendingChange WHERE inode = ?", "DELETE FROM localContent WHERE inode = ?",
             "DELETE FROM userAttribute WHERE inode = ?", "DELETE FROM item WHERE inode = ?",
-            "DELETE FROM creationPlace WHERE inode = ?",
+            "DELETE FROM sentPlace WHERE inode = ?",
         ]
         if !keepingSentContents { deletions.append("DELETE FROM sentContent WHERE inode = ?") }
         for sql in deletions {

@@ -130,7 +130,7 @@ extension MetadataStore {
                 itemChanges.confineTransaction(toChildrenOf: folder)
             }
             var changedHere = Set<String>()
-            var namesHeld = try Self.placesLeftByCreations(in: db)
+            var namesHeld = try Self.placesLeftBySends(in: db)
             for row in try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -395,7 +395,7 @@ extension MetadataStore {
         }
         guard let existing else {
             // Maybe what a creation whose answer was lost made there: that creation decides.
-            guard try !isPlaceLeftByCreation(remote.parentIdentifier, remote.filename, in: db) else { return }
+            guard try !isPlaceLeftBySend(remote.parentIdentifier, remote.filename, in: db) else { return }
             outcome.added.append(try upsert(remote, in: db))
             return
         }

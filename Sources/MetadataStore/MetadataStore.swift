@@ -245,6 +245,11 @@ public final class MetadataStore: Sendable {
                     """)
         }
         registerSentContentMigration(in: &migrator)
+        migrator.registerMigration("v11-sent-places") { db in
+            // A move's place too, until the remote confirms it: the table holds every place a
+            // send may have left the item at (DECISIONS 314).
+            try db.execute(sql: "ALTER TABLE creationPlace RENAME TO sentPlace")
+        }
         return migrator
     }
 

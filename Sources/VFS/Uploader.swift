@@ -500,6 +500,11 @@ final class Uploader: Sendable {
                 // it is there, and takes its own name when the journal reaches it again.
                 return try await adopt(aside, of: record, kind: item.kind, stillPending: Self.leftAside(change.fields))
             }
+            if change.attempts > 0, let moved = try await movedEarlier(item, fields: change.fields, of: record, contents: contents) {
+                // An earlier attempt moved it to a place it has left here since (a swap before
+                // the retry), its answer lost: it moves on from there (DECISIONS 314).
+                return try await adopt(moved, of: record, kind: item.kind, stillPending: change.fields)
+            }
             // Deleted on the remote while changed here: as if the change round had seen it first,
             // what holds local work (bytes written here) is kept and created anew, the rest goes
             // (a rename of a file whose bytes never were local cannot bring them back).
@@ -515,6 +520,7 @@ final class Uploader: Sendable {
             // this one moves aside and takes its name when the journal reaches it again.
             var aside = item
             aside.filename = TemporaryName.make(for: item.filename, inode: record.inode)
+            try await store.noteSentPlace(inode: record.inode, folder: aside.parentIdentifier, filename: aside.filename)
             try await modify(
                 aside, fields: change.fields.intersection(.parentIdentifier).union(.filename), of: record,
                 contents: nil, options: [], stillPending: Self.leftAside(change.fields))
@@ -587,10 +593,7 @@ final class Uploader: Sendable {
     }
 
     /// The item of `record` under the temporary name a move of it to `item`'s name takes while
-    /// that name is another's (a swap), when an earlier attempt put it there: a folder, or a file
-    /// with the version the move began from (DECISIONS 285) or with the `contents` being sent.
-    /// A change of bytes and name sends the bytes first on WebDAV (`PUT`, then `MOVE`), so the
-    /// file moved aside after the move met the other holds the new bytes (DECISIONS 297).
+    /// that name is another's (a swap), when an earlier attempt put it there (`isMoved`).
     private func movedAside(_ item: Item, fields: ItemFields, of record: ItemRecord, contents: URL?) async throws
         -> Item?
     {
@@ -599,10 +602,39 @@ final class Uploader: Sendable {
                 named: TemporaryName.make(for: item.filename, inode: record.inode), of: item.parentIdentifier),
             found.kind == item.kind
         else { return nil }
-        if item.kind == .directory || found.version.content == record.item.version.content { return found }
-        guard fields.contains(.contents), let contents else { return nil }
-        if try await ours(found, bytes: contents) { return found }
-        return try await holdsEarlierSend(found, of: record.inode) ? found : nil
+        return try await isMoved(found, of: record, fields: fields, contents: contents) ? found : nil
+    }
+
+    /// The item of `record` at a place an earlier attempt of its move sent it to and the item has
+    /// left here since (a swap before the retry), its answer lost, when the store knows it as no
+    /// other item (DECISIONS 314).
+    private func movedEarlier(_ item: Item, fields: ItemFields, of record: ItemRecord, contents: URL?) async throws
+        -> Item?
+    {
+        guard !fields.isDisjoint(with: [.filename, .parentIdentifier]) else { return nil }
+        for place in try await store.earlierSentPlaces(inode: record.inode) where !place.parent.isLocal {
+            // A folder gone meanwhile holds nothing of it.
+            guard let found = try? await child(named: place.filename, of: place.parent), found.kind == item.kind,
+                try await !isAnotherItem(found.identifier, than: record.inode),
+                try await isMoved(found, of: record, fields: fields, contents: contents)
+            else { continue }
+            return found
+        }
+        return nil
+    }
+
+    /// Whether `found`, of the item's kind, is the item of `record` moved by an earlier attempt of
+    /// `fields`: a folder, or a file with the version the move began from (DECISIONS 285) or with
+    /// the `contents` being sent, or bytes an earlier send left (DECISIONS 307). A change of bytes
+    /// and name sends the bytes first on WebDAV (`PUT`, then `MOVE`), so the file moved holds the
+    /// new bytes (DECISIONS 297).
+    private func isMoved(_ found: Item, of record: ItemRecord, fields: ItemFields, contents: URL?) async throws
+        -> Bool
+    {
+        if found.kind == .directory || found.version.content == record.item.version.content { return true }
+        guard fields.contains(.contents), let contents else { return false }
+        if try await ours(found, bytes: contents) { return true }
+        return try await holdsEarlierSend(found, of: record.inode)
     }
 
     /// Whether the content of the remote item `remote` is exactly the bytes of `contents`: what an
@@ -697,7 +729,7 @@ final class Uploader: Sendable {
                 }
             }
             // Nothing was made there: what holds the name is listed as another's (DECISIONS 305).
-            try await store.forgetCreationPlace(inode: inode, folder: item.parentIdentifier, filename: item.filename)
+            try await store.forgetSentPlace(inode: inode, folder: item.parentIdentifier, filename: item.filename)
             guard try await journalFrees(existing, for: item) else {
                 guard let record = try await store.record(inode: inode) else { return }
                 return try await takeConflictName(record, besides: existing)
@@ -709,7 +741,7 @@ final class Uploader: Sendable {
             aside.filename = TemporaryName.make(for: item.filename, inode: inode)
             // Where a lost answer may leave it: the retry looks there first (`madeElsewhere`),
             // and no round learns it as another's meanwhile (DECISIONS 311).
-            try await store.noteCreationPlace(inode: inode, folder: aside.parentIdentifier, filename: aside.filename)
+            try await store.noteSentPlace(inode: inode, folder: aside.parentIdentifier, filename: aside.filename)
             remote = try await provider.createItem(
                 basedOn: aside, fields: change.fields, contents: contents, options: options)
             stillPending = [.filename]
@@ -725,7 +757,7 @@ final class Uploader: Sendable {
     /// (a file created empty is sent without contents, DECISIONS 282), or an empty folder.
     private func madeElsewhere(_ item: Item, inode: UInt64, contents: URL?) async throws -> Item? {
         guard item.kind != .symlink else { return nil }
-        for place in try await store.earlierCreationPlaces(inode: inode) {
+        for place in try await store.earlierSentPlaces(inode: inode) {
             // A folder gone meanwhile holds nothing of it.
             guard let found = try? await child(named: place.filename, of: place.parent), found.kind == item.kind,
                 try await !isAnotherItem(found.identifier, than: inode)

@@ -93,9 +93,12 @@ extension MountTests {
         /// took that for done, and the file stayed on the remote at its new name, and came back
         /// (the checker, seed 17039 on Apache, where a rename over it left it beside a conflict
         /// copy; DECISIONS 306). The second mount refuses the move's retry, so that the deletion
-        /// meets it unconfirmed.
-        @Test("kill -9 after the remote took a rename, then the file deleted before the move was confirmed: gone")
-        func killAfterARenameThenDeletion() async throws {
+        /// meets it unconfirmed. Moved again here before its deletion, it is looked for where the
+        /// move was sent, not at its last place here (DECISIONS 314).
+        @Test(
+            "kill -9 after the remote took a rename, then the file deleted before the move was confirmed: gone",
+            arguments: [false, true])
+        func killAfterARenameThenDeletion(movedAgain: Bool) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             try scratch.writeRemote("old.txt", "the file\n")
@@ -115,12 +118,63 @@ extension MountTests {
                 },
                 arrived: { FileManager.default.fileExists(atPath: remote.folder + "/new.txt") })
             defer { second.unmount() }
-            try FileManager.default.removeItem(atPath: second.path("new.txt"))
+            if movedAgain {
+                try FileManager.default.moveItem(atPath: second.path("new.txt"), toPath: second.path("newer.txt"))
+            }
+            try FileManager.default.removeItem(atPath: second.path(movedAgain ? "newer.txt" : "new.txt"))
             try await second.sync()
             _ = try await FpfsBinary.command(["signal", second.mountpoint], timeout: .seconds(90)).check()
             for folder in [second.mountpoint, remote.folder] {
                 let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0 != ".DAV" }
                 #expect(names.isEmpty, "\(folder) holds \(names): \(second.logTail())")
+            }
+        }
+
+        /// A rename whose MOVE the server made, its answer lost to a kill -9, then a swap of the
+        /// renamed file with another before the move was sent again: the retry asked for the move
+        /// from the old path to the other's name, found neither its source nor itself there, and
+        /// took the file for deleted on the remote; the remote's file at the first name was then
+        /// learned as another's, and the renamed file's name was gone (the checker, seed 23020 on
+        /// Apache; DECISIONS 314). The second mount refuses the moves to `q` until the swap is made.
+        @Test("kill -9 after the remote took a rename, then a swap before the move was confirmed: swapped", arguments: [
+            WritableRemote.Kind.folder, .apache,
+        ])
+        func killAfterARenameThenSwap(_ kind: WritableRemote.Kind) async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("old.txt", "the renamed file\n")
+            try scratch.writeRemote("b.txt", "the other file\n")
+            let remote = try await WritableRemote.start(kind, in: scratch)
+            defer { remote.stop() }
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:modify:q", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash("cd \"$1\" && cat old.txt b.txt > /dev/null && mv old.txt q", first.mountpoint)
+                .check()
+            let second = try await Self.killOnceArrived(
+                first,
+                remount: {
+                    try await TestMount.start(
+                        remote: remote.argument, in: scratch,
+                        options: ["--inject-faults", "error=serverUnreachable:modify:q", "--poll-interval", "0"])
+                },
+                arrived: { FileManager.default.fileExists(atPath: remote.folder + "/q") })
+            defer { second.unmount() }
+            try await Command.bash("cd \"$1\" && mv q t~ && mv b.txt q && mv t~ b.txt", second.mountpoint).check()
+            second.unmount()
+            let third = try await remote.remount(in: scratch)()
+            defer { third.unmount() }
+            try await third.sync()
+            for root in [third.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: root).filter { $0 != ".DAV" }.sorted()
+                #expect(names == ["b.txt", "q"], "\(root) holds \(names): \(third.logTail())")
+                #expect(
+                    (try? String(contentsOfFile: root + "/b.txt", encoding: .utf8)) == "the renamed file\n",
+                    "\(root)/b.txt: \(third.logTail())")
+                #expect(
+                    (try? String(contentsOfFile: root + "/q", encoding: .utf8)) == "the other file\n",
+                    "\(root)/q: \(third.logTail())")
             }
         }
 
