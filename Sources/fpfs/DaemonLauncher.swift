@@ -17,17 +17,17 @@ import Foundation
 enum DaemonLauncher {
     /// Spawns the daemon and returns once it is ready; throws the daemon's message otherwise.
     static func launch(arguments: [String], secrets: [String: String], logFile: URL, timeout: Duration) throws {
-        let secretsFD = try SecretHandOff.pipe(holding: secrets)
+        let secretsFD = try SecretHandOff.pipe(holding: secrets).map(movedAboveTargets)
         defer { if let secretsFD { close(secretsFD) } }
         let arguments = arguments + (secretsFD == nil ? [] : ["--secrets-fd", "4"])
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw CommandFailure("cannot create a pipe: \(errno)") }
-        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
+        let readEnd = pipeFDs[0]
         // Close-on-exec: only the dup2'ed copy (fd 3) reaches the daemon.
         _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
         defer { close(readEnd) }
+        let writeEnd = try movedAboveTargets(pipeFDs[1])
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -79,6 +79,16 @@ enum DaemonLauncher {
     /// glibc's POSIX_SPAWN_SETSID (2.26+), hidden from Swift behind _GNU_SOURCE: the daemon gets a
     /// session of its own, so a terminal's hangup does not reach it.
     private static let posixSpawnSetSID: Int16 = 0x80
+
+    /// `descriptor` moved to a number above the daemon's 0–4 (close-on-exec), so that no file
+    /// action overwrites the source of a later one: a secrets pipe made while 3 and 4 were free
+    /// got 3, `dup2(ready, 3)` replaced it, and the daemon read no password (DECISIONS 315).
+    private static func movedAboveTargets(_ descriptor: Int32) throws -> Int32 {
+        let moved = fcntl(descriptor, F_DUPFD_CLOEXEC, 5)
+        close(descriptor)
+        guard moved >= 0 else { throw CommandFailure("cannot start the daemon: no descriptor left (\(errno))") }
+        return moved
+    }
 
     /// The next line the daemon writes, or nil on end of file or timeout. Reads one byte at a
     /// time so that nothing after the line is consumed.

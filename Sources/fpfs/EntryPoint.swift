@@ -5,6 +5,7 @@ import Foundation
 @main
 enum EntryPoint {
     static func main() async {
+        StandardDescriptors.openClosedOnes()
         let name = URL(fileURLWithPath: CommandLine.arguments.first ?? "fpfs").lastPathComponent
         if MountHelper.names.contains(name) {
             await MountHelper.main(Array(CommandLine.arguments.dropFirst()))

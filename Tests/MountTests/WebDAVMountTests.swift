@@ -301,5 +301,38 @@ extension MountTests {
                 #expect(again.stdout == "behind a password\n", "\(scheme): reading with the netrc password")
             }
         }
+
+        @Test("a mount started with standard input, output and error closed gets its password, and a refusal exits 1")
+        func closedStandardDescriptors() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("secret.txt", "behind a password\n")
+            try scratch.openRemoteToServers()
+            let password = "closed-\(UUID().uuidString)"
+            let server = try await WebDAVTestServer.start(
+                .apache, serving: URL(fileURLWithPath: scratch.remote),
+                credentials: .init(user: "alice", password: password, scheme: .basic))
+            defer { server.stop() }
+            // With 0–2 closed, the front end's first pipe took fd 3, which the daemon's ready pipe
+            // overwrote before the secrets were handed on as fd 4 (DECISIONS 315).
+            func closedMount(password: String) throws -> Command {
+                let mount = try TestMount.mountCommand(
+                    remote: server.remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache,
+                    options: ["--user", "alice"])
+                var command = Command(["sh", "-c", "exec \"$@\" <&- >&- 2>&-", "sh"] + mount.arguments)
+                command.environment = ["FPFS_PASSWORD": password]
+                return command
+            }
+            let refused = try await closedMount(password: "wrong").run()
+            #expect(refused.status == 1, "\(refused)")
+            #expect(!MountTable.isMounted(scratch.mountpoint))
+
+            let started = try await closedMount(password: password).run()
+            let mount = TestMount(remote: server.remote, mountpoint: scratch.mountpoint, cacheDir: scratch.cache)
+            defer { mount.unmount() }
+            #expect(started.status == 0, "\(started)\n\(mount.logTail())")
+            let read = try await Command(["cat", "--", mount.path("secret.txt")]).check()
+            #expect(read.stdout == "behind a password\n")
+        }
     }
 }
