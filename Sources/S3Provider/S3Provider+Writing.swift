@@ -207,11 +207,12 @@ extension S3Provider {
 
     /// The headers that describe `item` at `path`: its content type and user metadata
     /// (`S3ObjectMetadata`), with the extended attributes last known of the object when the item
-    /// carries none (a `PUT` replaces them all). Beyond S3's 2 KB of user metadata, a refusal.
-    private func described(_ item: Item, at path: S3Path) throws -> [(String, String)] {
+    /// carries none (a `PUT` replaces them all), and `more`. Beyond S3's 2 KB of user metadata, a
+    /// refusal.
+    private func described(_ item: Item, at path: S3Path, more: [(String, String)] = []) throws -> [(String, String)] {
         var kept = S3ObjectMetadata(of: item)
         if kept.attributes == nil, !path.isFolder { kept.attributes = metadata.known(path)?.attributes }
-        let headers = kept.headers(isFolder: path.isFolder)
+        let headers = kept.headers(isFolder: path.isFolder) + more
         let size = S3ObjectMetadata.userMetadataSize(of: headers)
         guard size <= S3ObjectMetadata.userMetadataLimit else {
             throw ProviderError.notAuthenticated(
@@ -296,14 +297,21 @@ extension S3Provider {
 
     /// Whether the file at `target` is the copy a rename from a file of `version` made: a replay of
     /// a rename whose `CopyObject` (and maybe its `DeleteObject`) the server took before the daemon
-    /// stopped finds its own copy there, which is no collision (DECISIONS 266). A copy keeps the
-    /// ETag of an object that went up in one part; the copy of a multipart object may not, and
-    /// such a replay stays a collision.
+    /// stopped finds its own copy there, which is no collision (DECISIONS 266). A `CopyObject`
+    /// keeps the ETag on RGW; a copy part by part gets its own, and names the source's in
+    /// `copyOfHeader` (DECISIONS 316).
     private func isCopy(at target: S3Path, of version: ItemVersion) async throws -> Bool {
-        do { return try await head(target).version.content == version.content } catch ProviderError.noSuchItem {
+        do {
+            let (found, headers) = try await headAnswer(target)
+            return found.version.content == version.content
+                || headers.first(name: Self.copyOfHeader) == S3Path.etag(of: version)
+        } catch ProviderError.noSuchItem {
             return false
         }
     }
+
+    /// The user metadata of a copy made part by part: the ETag of the object it was copied from.
+    static let copyOfHeader = "x-amz-meta-fpfs-copy-of"
 
     /// Throws `conflict` unless the file at `path` is still of `version` (`noSuchItem` when gone).
     private func requireVersion(_ version: ItemVersion, of path: S3Path) async throws {
@@ -321,10 +329,11 @@ extension S3Provider {
             if let version, current.version.content != version.content {
                 throw ProviderError.conflict(remote: current)
             }
+            let etag = S3Path.etag(of: current.version)
             do {
                 try await S3MultipartUpload(provider: self).copy(
-                    key(of: source), etag: S3Path.etag(of: current.version), length: Int64(clamping: current.size),
-                    to: key(of: target), headers: try described(current, at: target), path: target)
+                    key(of: source), etag: etag, length: Int64(clamping: current.size), to: key(of: target),
+                    headers: try described(current, at: target, more: [(Self.copyOfHeader, etag)]), path: target)
             } catch ProviderError.versionNoLongerAvailable {
                 throw ProviderError.conflict(remote: try? await head(source))
             }

@@ -119,13 +119,18 @@ public final class S3Provider: FileProvider, PartialContentFetching, FeatureDesc
     // MARK: Requests
 
     /// The file at `path` as a `HEAD` finds it, its user metadata remembered.
-    func head(_ path: S3Path) async throws -> Item {
+    func head(_ path: S3Path) async throws -> Item { try await headAnswer(path).item }
+
+    /// What a `HEAD` of the file at `path` finds: its item, its user metadata remembered, and the
+    /// answer's headers, for what an item does not say.
+    func headAnswer(_ path: S3Path) async throws -> (item: Item, headers: HTTPHeaders) {
         let answer = try await client.sendCollecting(.init(method: .HEAD, key: key(of: path)))
         guard answer.status.code == 200 else {
             throw client.error(for: answer, doing: "HEAD \(path)", identifier: path.identifier)
         }
-        return await metadata.learn(
+        let item = await metadata.learn(
             S3ObjectMetadata(headers: answer.headers), of: try path.fileItem(headers: answer.headers))
+        return (item, answer.headers)
     }
 
     /// Whether some key starts with the folder's prefix (its marker or anything in it).

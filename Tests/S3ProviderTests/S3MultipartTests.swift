@@ -133,4 +133,39 @@ import Testing
         #expect(try await server.get(bucket: bucket, key: "twice.bin") == nil)
         #expect(try left.get().isEmpty, "incomplete uploads left: \(left)")
     }
+
+    /// A rename copied part by part whose answer a kill -9 lost is sent again with
+    /// `mayAlreadyExist`: the copy there has an ETag of its own, and is known by the source's ETag
+    /// it names (DECISIONS 316), whether the source was deleted or not yet.
+    @Test(arguments: [false, true])
+    func replayedPartByPartRenameFindsItsCopy(sourceLeft: Bool) async throws {
+        let server = try await S3TestServer.shared()
+        let bucket = S3TestServer.bucketName("partreplay")
+        try await server.makeBucket(bucket)
+        let contents = Data(ConformanceFixture.pattern(count: (12 << 20) + 7, seed: 13))
+        try await server.put(contents, bucket: bucket, key: "big.bin")
+        var configuration = S3ConformanceTests.configuration(server, bucket: bucket)
+        configuration.multipartCopyThreshold = 6 << 20
+        configuration.partSize = 5 << 20
+        let provider = try S3Provider(configuration: configuration)
+        let outcome = await Result(catching: { () -> (ItemVersion, Item, Item) in
+            var item = try await provider.item(for: ItemIdentifier("big.bin"))
+            let base = item.version
+            item.filename = "moved.bin"
+            let first = try await provider.modifyItem(
+                item, baseVersion: base, changedFields: [.filename], contents: nil, options: [])
+            // The copy made, the source not yet deleted: a PUT of the same bytes has the same ETag.
+            if sourceLeft { try await server.put(contents, bucket: bucket, key: "big.bin") }
+            let replayed = try await provider.modifyItem(
+                item, baseVersion: base, changedFields: [.filename], contents: nil, options: [.mayAlreadyExist])
+            return (base, first, replayed)
+        })
+        await provider.invalidate()
+        let (base, first, replayed) = try outcome.get()
+        #expect(first.version.content != base.content, "the copy kept the source's ETag: nothing was tested")
+        #expect(replayed.identifier == ItemIdentifier("moved.bin"))
+        #expect(replayed.version.content == first.version.content, "the rename was made again")
+        #expect(try await server.keys(bucket: bucket) == ["moved.bin"])
+        #expect(try await server.get(bucket: bucket, key: "moved.bin") == contents)
+    }
 }
