@@ -292,7 +292,9 @@ extension MetadataStore {
     }
 
     /// Where the unconfirmed creation or moves of the item at `inode` were sent, other than its
-    /// place now: where a lost answer may have left it (DECISIONS 290, 314).
+    /// place now: where a lost answer may have left it (DECISIONS 290, 314). Not a place another
+    /// item's send went to since: what is there may be that item's, its answer not yet in
+    /// (DECISIONS 317).
     public func earlierSentPlaces(inode: UInt64) async throws -> [(parent: ItemIdentifier, filename: Filename)] {
         try await database.read { db in
             try Row.fetchAll(
@@ -301,6 +303,11 @@ extension MetadataStore {
                         SELECT sentPlace.parentIdentifier, sentPlace.filename
                         FROM sentPlace JOIN item ON item.inode = sentPlace.inode
                         WHERE sentPlace.inode = ? AND \(Self.sentPlaceLeft)
+                          AND NOT EXISTS (
+                            SELECT 1 FROM sentPlace AS later
+                            WHERE later.parentIdentifier = sentPlace.parentIdentifier
+                              AND later.filename = sentPlace.filename
+                              AND later.inode != sentPlace.inode AND later.rowid > sentPlace.rowid)
                         """), arguments: [Int64(inode)]
             ).map { (ItemIdentifier($0[0] as String), Filename(bytes: Array($0[1] as Data))) }
         }
@@ -467,6 +474,25 @@ extension MetadataStore {
             }
             try followMove()
             return identity
+        }
+    }
+
+    /// Whether what is at `name` in `folder` on the remote may be an item here: the store knows
+    /// `identifier`, or a send of an item here went to that place and is not confirmed (its answer
+    /// may be on its way). A deletion that looks for its own item at a place leaves such a one
+    /// alone (DECISIONS 317).
+    public func mayBeAnItemHere(_ identifier: ItemIdentifier, in folder: ItemIdentifier, as name: Filename)
+        async throws -> Bool
+    {
+        try await database.read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT 1 FROM item WHERE identifier = ?
+                        UNION ALL
+                        SELECT 1 FROM sentPlace WHERE parentIdentifier = ? AND filename = ?
+                        """),
+                arguments: [identifier.rawValue, try Self.resolve(folder, in: db), Data(name.bytes)]) ?? false
         }
     }
 

@@ -946,7 +946,8 @@ final class Uploader: Sendable {
     /// item had when deleted here. Anything else there is another's, and stays (DECISIONS 284).
     private func deleteUnconfirmed(_ deletion: PendingDeletion, madeAt place: PendingDeletion.Place) async throws {
         guard !place.parent.isLocal, let found = try await child(named: place.filename, of: place.parent),
-            found.kind == deletion.kind
+            found.kind == deletion.kind,
+            try await !store.mayBeAnItemHere(found.identifier, in: place.parent, as: place.filename)
         else { return }
         if found.kind == .file {
             let kept = URL(fileURLWithPath: localFiles.deletedBytes(of: deletion.identifier).string)
@@ -969,7 +970,8 @@ final class Uploader: Sendable {
     private func deleteUnconfirmed(_ deletion: PendingDeletion, movedTo place: PendingDeletion.Place) async throws {
         guard deletion.kind == .file, !place.parent.isLocal,
             let found = try await child(named: place.filename, of: place.parent),
-            found.kind == .file, found.version.content == deletion.baseVersion.content
+            found.kind == .file, found.version.content == deletion.baseVersion.content,
+            try await !store.mayBeAnItemHere(found.identifier, in: place.parent, as: place.filename)
         else { return }
         try await delete(found, for: deletion)
     }
