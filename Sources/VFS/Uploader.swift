@@ -500,7 +500,9 @@ final class Uploader: Sendable {
                 // it is there, and takes its own name when the journal reaches it again.
                 return try await adopt(aside, of: record, kind: item.kind, stillPending: Self.leftAside(change.fields))
             }
-            if change.attempts > 0, let moved = try await movedEarlier(item, fields: change.fields, of: record, contents: contents) {
+            if change.attempts > 0,
+                let moved = try await movedEarlier(item, fields: change.fields, of: record, contents: contents)
+            {
                 // An earlier attempt moved it to a place it has left here since (a swap before
                 // the retry), its answer lost: it moves on from there (DECISIONS 314).
                 return try await adopt(moved, of: record, kind: item.kind, stillPending: change.fields)
