@@ -388,21 +388,20 @@ extension MetadataStore {
     /// Records that `createItem` made the item `remote`: the item takes the remote identifier and
     /// version (its children and cached content follow the identifier), and the creation is done.
     /// Changes made while it was sent stay pending, and so do `stillPending` (a name the remote
-    /// does not have yet). Returns what the item took from `remote`, nil when it was deleted here
-    /// meanwhile. With `overtaken`, `remote` holds another's bytes written after these (see
-    /// `overtakenContents`).
+    /// does not have yet). With `overtaken`, `remote` holds another's bytes written after these
+    /// (see `overtakenContents`).
     public func completeCreation(
         inode: UInt64, localIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = [],
         overtaken: Bool = false
-    ) async throws -> RemoteIdentity? {
+    ) async throws -> CompletedSend {
         try await write { [ownWrites] db in
             ownWrites.note([remote.identifier])
             guard
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
-                try Self.rebaseDeletion(of: localIdentifier, onto: remote, keepingContentVersion: overtaken, in: db)
-                return nil
+                return try Self.rebaseDeletion(
+                    of: localIdentifier, onto: remote, keepingContentVersion: overtaken, in: db)
             }
             var identity = try Self.takeRemoteIdentity(
                 of: remote, replacing: record, inode: inode, alias: true, keepingContentVersion: overtaken, in: db)
@@ -414,21 +413,20 @@ extension MetadataStore {
             let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
-            return identity
+            return CompletedSend(identity: identity)
         }
     }
 
     /// Records that `modifyItem` succeeded with the item now `remote` on the remote. When the item
     /// was deleted here meanwhile, its pending deletion is based on `remote` instead: the remote's
     /// new version is this change's own, not a conflict. `stillPending` stay journalled (a name
-    /// the remote does not have yet). Returns what the item took from `remote`, nil when it was
-    /// deleted here meanwhile. With `overtaken`, `remote` holds another's bytes written after
-    /// these (see `overtakenContents`). With `movingPrefix`, the move of a folder on a remote whose
-    /// identifiers are places: what lay below it follows it, as `rebaseIdentifiers` does.
+    /// the remote does not have yet). With `overtaken`, `remote` holds another's bytes written
+    /// after these (see `overtakenContents`). With `movingPrefix`, the move of a folder on a remote
+    /// whose identifiers are places: what lay below it follows it, as `rebaseIdentifiers` does.
     public func completeModification(
         inode: UInt64, previousIdentifier: ItemIdentifier, remote: Item, stillPending: ItemFields = [],
         overtaken: Bool = false, movingPrefix prefixes: (old: String, new: String)? = nil
-    ) async throws -> RemoteIdentity? {
+    ) async throws -> CompletedSend {
         try await write { [ownWrites] db in
             ownWrites.note([previousIdentifier, remote.identifier])
             // The items below a moved folder follow it in this transaction, after the folder: a
@@ -441,9 +439,10 @@ extension MetadataStore {
                 let record = try ItemRecord.fetchOne(
                     db.cachedStatement(sql: "SELECT * FROM item WHERE inode = ?"), arguments: [Int64(inode)])
             else {
-                try Self.rebaseDeletion(of: previousIdentifier, onto: remote, keepingContentVersion: overtaken, in: db)
+                let completed = try Self.rebaseDeletion(
+                    of: previousIdentifier, onto: remote, keepingContentVersion: overtaken, in: db)
                 try followMove()
-                return nil
+                return completed
             }
             // A change that sent no contents (a chmod, a setxattr, a rename) meets a file whose
             // contents moved on the remote meanwhile without a conflict: metadata is last writer
@@ -473,7 +472,7 @@ extension MetadataStore {
                 identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
             }
             try followMove()
-            return identity
+            return CompletedSend(identity: identity)
         }
     }
 
@@ -981,9 +980,20 @@ extension MetadataStore {
     /// the send made of it on the remote (its identifier, its version), or it would miss it. With
     /// `keepingContentVersion` (the answer holds another's bytes, `overtakenContents`) the deletion
     /// keeps the version it had: the remote refuses it as a conflict, and the other's file stays.
+    /// A round that listed the remote before the answer came learned what the send made as a new
+    /// item: the deleted one, shown again (and its name taken) until the deletion was sent. It goes
+    /// unless it holds work of its own; were it changed there since, the deletion meets a conflict
+    /// and brings it back (DECISIONS 318).
     private static func rebaseDeletion(
         of old: ItemIdentifier, onto remote: Item, keepingContentVersion: Bool, in db: Database
-    ) throws {
+    ) throws -> CompletedSend {
+        var completed = CompletedSend()
+        let learned = try ItemRecord.fetchAll(
+            db.cachedStatement(sql: "SELECT * FROM item WHERE identifier = ?"), arguments: [remote.identifier.rawValue])
+        for record in learned where try !holdsWorkOrItems(record, in: db) {
+            try forget(record, in: db)
+            completed.displaced.append(record)
+        }
         try db.cachedStatement(
             sql: """
                 UPDATE OR REPLACE pendingDeletion SET identifier = ?,
@@ -995,6 +1005,15 @@ extension MetadataStore {
             remote.identifier.rawValue, keepingContentVersion, Data(remote.version.content),
             Data(remote.version.metadata), old.rawValue,
         ])
+        return completed
+    }
+
+    /// Whether the item of `record` has a change here, local contents, or items in it.
+    private static func holdsWorkOrItems(_ record: ItemRecord, in db: Database) throws -> Bool {
+        if try pending(record.inode, in: db) != nil || hasLocalContent(record.inode, in: db) { return true }
+        return try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM item WHERE parentIdentifier = ? LIMIT 1"),
+            arguments: [record.identifier.rawValue]) ?? false
     }
 
     /// Removes the item of `record` and everything kept for it; with `keepingSentContents`, what

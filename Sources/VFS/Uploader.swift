@@ -555,10 +555,11 @@ final class Uploader: Sendable {
         _ remote: Item, of record: ItemRecord, kind: ItemKind, stillPending: ItemFields, overtaken: Bool = false
     ) async throws {
         let moved = kind == .directory ? movedPrefixes(of: record.identifier, to: remote.identifier) : nil
-        if let identity = try await store.completeModification(
+        let completed = try await store.completeModification(
             inode: record.inode, previousIdentifier: record.identifier, remote: remote, stillPending: stillPending,
             overtaken: overtaken, movingPrefix: moved)
-        {
+        await forgetDisplaced(completed.displaced)
+        if let identity = completed.identity {
             nodes.replaceIdentifier(record.identifier, with: identity, inode: InodeNumber(record.inode), kind: kind)
             await followInCache(record.identifier, identity.identifier)
             // The file's contents moved on on the remote, and the store kept the version it knew.
@@ -793,14 +794,31 @@ final class Uploader: Sendable {
     private func completeCreation(
         of item: Item, inode: UInt64, remote: Item, stillPending: ItemFields = [], overtaken: Bool = false
     ) async throws {
-        if let identity = try await store.completeCreation(
+        let completed = try await store.completeCreation(
             inode: inode, localIdentifier: item.identifier, remote: remote, stillPending: stillPending,
             overtaken: overtaken)
-        {
+        await forgetDisplaced(completed.displaced)
+        if let identity = completed.identity {
             nodes.replaceIdentifier(item.identifier, with: identity, inode: InodeNumber(inode), kind: item.kind)
             await followInCache(item.identifier, identity.identifier)
         } else {
             localFiles.discardDeleted(item.identifier)
+        }
+    }
+
+    /// Items a round learned from what a send made of an item deleted here meanwhile left the
+    /// store with the send's answer (`CompletedSend.displaced`): their cached contents go, and the
+    /// kernel forgets their names.
+    private func forgetDisplaced(_ displaced: [ItemRecord]) async {
+        for record in displaced {
+            if record.item.kind == .file { await cache.discard(record.identifier) }
+            var parent = InodeNumber.root
+            if record.item.parentIdentifier != .rootContainer {
+                guard let folder = try? await store.record(identifier: record.item.parentIdentifier) else { continue }
+                parent = InodeNumber(folder.inode)
+            }
+            guard nodes.holds(parent) else { continue }
+            await kernel.notifyDelete(parent: parent, child: InodeNumber(record.inode), name: record.item.filename.bytes)
         }
     }
 

@@ -61,7 +61,7 @@ struct LocalChangeTests {
         var remote = folder.item
         remote.identifier = ItemIdentifier("/new")
         remote.version = ItemVersion(content: "1", metadata: "1")
-        #expect(try await store.completeCreation(inode: folder.inode, localIdentifier: local, remote: remote) != nil)
+        #expect(try await store.completeCreation(inode: folder.inode, localIdentifier: local, remote: remote).identity != nil)
         // Every read of a folder by identifier resolves the old one, in the one statement it runs.
         #expect(try await store.record(identifier: local)?.inode == folder.inode)
         #expect(try await store.listingState(of: local) == .complete)
@@ -123,7 +123,7 @@ struct LocalChangeTests {
         var made = file.item
         made.identifier = ItemIdentifier("/p/t~")
         made.version = ItemVersion(content: "1", metadata: "1")
-        #expect(try await store.completeCreation(inode: file.inode, localIdentifier: file.identifier, remote: made) != nil)
+        #expect(try await store.completeCreation(inode: file.inode, localIdentifier: file.identifier, remote: made).identity != nil)
         #expect(try await store.record(identifier: ItemIdentifier("/p/q"))?.inode == file.inode)
 
         let folder = Item(
@@ -253,6 +253,51 @@ struct LocalChangeTests {
             updated: [], deleted: [ItemIdentifier("/d/a")], since: mark, releaseLocalContent: { _ in true })
         #expect(outcome.removed.isEmpty)
         #expect(try await store.record(inode: file.inode)?.identifier == ItemIdentifier("/e/a"))
+    }
+
+    /// A file deleted here while its creation was sent: a round that listed the remote before the
+    /// answer came learned the file the creation made as a new item, which showed the deleted
+    /// file again (and took its name, refusing a mkdir) until the deletion went (the checker, seed
+    /// 25011 on Apache; DECISIONS 318). The answer takes it out of the store; a learned item with
+    /// a change here stays.
+    @Test(
+        "a round's item made by a creation deleted here meanwhile goes with the creation's answer",
+        arguments: [false, true])
+    func aRoundsItemOfADeletedCreationGoes(renamedThere: Bool) async throws {
+        let store = try MetadataStore()
+        let made = try #require(
+            try await store.insertLocalItem(
+                Item(
+                    identifier: ItemIdentifier("fpfs-local-1"), parentIdentifier: .rootContainer,
+                    filename: Filename("a"), kind: .file, size: 0, version: ItemVersion(content: "", metadata: "")),
+                fields: [.contents, .filename]))
+        let creation = try #require(try await Self.creations(in: store).first)
+        let sequence = try #require(try await store.pendingChange(inode: creation)?.sequence)
+        _ = try #require(try await store.beginSending(inode: made.inode, sequence: sequence))
+        let mark = store.ownWritesMark()
+        #expect(try await store.deleteLocally(inode: made.inode))
+        var remote = made.item
+        remote.identifier = ItemIdentifier("/a")
+        remote.version = ItemVersion(content: "1", metadata: "1")
+        let outcome = try await store.applyRemoteChanges(
+            updated: [remote], deleted: [], since: mark, releaseLocalContent: { _ in true })
+        let learned = try #require(outcome.added.first)
+        if renamedThere {
+            var renamed = learned.item
+            renamed.filename = Filename("b")
+            _ = try await store.saveLocalChange(renamed, inode: learned.inode, fields: .filename)
+        }
+        let completed = try await store.completeCreation(
+            inode: made.inode, localIdentifier: made.identifier, remote: remote)
+        #expect(completed.identity == nil)
+        #expect(completed.displaced.map(\.inode) == (renamedThere ? [] : [learned.inode]))
+        #expect(try await store.record(identifier: remote.identifier)?.inode == (renamedThere ? learned.inode : nil))
+        #expect(!(try await store.children(of: .rootContainer)).contains { $0.item.filename == Filename("a") })
+        let deletions = try await store.pendingWork(limit: 10).compactMap { work -> ItemIdentifier? in
+            guard case .deletion(let deletion) = work else { return nil }
+            return deletion.identifier
+        }
+        #expect(deletions == [remote.identifier])
     }
 
     /// Renames the folder `identifier` to `name` here and records its move as confirmed by a
