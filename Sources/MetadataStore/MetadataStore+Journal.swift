@@ -409,7 +409,7 @@ extension MetadataStore {
                 Int64(inode)
             ])
             try db.cachedStatement(sql: "DELETE FROM sentPlace WHERE inode = ?").execute(arguments: [Int64(inode)])
-            try Self.finishSending(inode: inode, overtaken: overtaken, in: db)
+            try Self.finishSending(inode: inode, in: db)
             let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
             if !stillPending.isEmpty { try Self.journal(stillPending, inode: inode, in: db) }
             identity.modificationDate = try Self.adoptModificationTime(of: remote, inode: inode, in: db)
@@ -463,7 +463,7 @@ extension MetadataStore {
             var identity = try Self.takeRemoteIdentity(
                 of: remote, replacing: record, inode: inode, alias: false, keepingContentVersion: contentsMovedOn,
                 in: db)
-            try Self.finishSending(inode: inode, overtaken: overtaken, in: db)
+            try Self.finishSending(inode: inode, in: db)
             // The remote said where the item is: no earlier move left it elsewhere.
             try db.cachedStatement(sql: "DELETE FROM sentPlace WHERE inode = ?").execute(arguments: [Int64(inode)])
             let stillPending = overtaken ? stillPending.union(Self.overtakenContents) : stillPending
@@ -1034,18 +1034,9 @@ extension MetadataStore {
     }
 
     /// Ends the send of `inode`'s change: what was sent is done; a change made meanwhile stays
-    /// pending. Contents it sent are confirmed unless `overtaken`, and so is every earlier send
-    /// of them whose answer was lost (DECISIONS 307). Overtaken, the remote may hold such an
-    /// earlier send: a retried creation meets it as its own item, of another size than was sent.
-    private static func finishSending(inode: UInt64, overtaken: Bool, in db: Database) throws {
-        if !overtaken {
-            try db.cachedStatement(
-                sql: """
-                    DELETE FROM sentContent WHERE inode = ?1
-                      AND EXISTS (SELECT 1 FROM pendingChange WHERE inode = ?1 AND sending & ?2 != 0)
-                    """
-            ).execute(arguments: [Int64(inode), Int64(ItemFields.contents.rawValue)])
-        }
+    /// pending. What earlier sends left unanswered stays noted (DECISIONS 319): such a send may
+    /// still land on the remote, after this one.
+    private static func finishSending(inode: UInt64, in db: Database) throws {
         try db.cachedStatement(
             sql: "UPDATE pendingChange SET sending = 0, attempts = 0, lastError = NULL WHERE inode = ?"
         ).execute(arguments: [Int64(inode)])

@@ -399,6 +399,13 @@ extension MetadataStore {
             outcome.added.append(try upsert(remote, in: db))
             return
         }
+        if try isLateSend(remote, of: existing, in: db) {
+            // The file's bytes here go again, based on the version the store holds: the uploader
+            // meets the remote's as a conflict, and tells its own earlier bytes from another's.
+            try journal([.contents, .contentModificationDate], inode: existing.inode, in: db)
+            outcome.keptLocal += 1
+            return
+        }
         if existing.item.version.content != remote.version.content, try hasLocalContent(existing.inode, in: db) {
             guard releaseLocalContent(existing.inode) else {
                 outcome.keptLocal += 1
@@ -410,6 +417,21 @@ extension MetadataStore {
             outcome.releasedLocalContent.append(existing.inode)
         }
         outcome.updated.append(RemoteUpdate(before: existing, after: try upsert(remote, in: db)))
+    }
+
+    /// Whether `remote`, a new version of the file `existing` whose bytes were written here, may be
+    /// a send of those bytes whose answer was lost, landing after a later send the remote
+    /// confirmed: it has their size, in the same place. Apache checks a `PUT`'s precondition as it
+    /// begins and replaces the file as it ends, and a killed daemon's `PUT` ended a second after the
+    /// next daemon's had made the file: taken for the remote's edit, it replaced the version
+    /// written here (the checker, seed 28020 on Apache; DECISIONS 319).
+    private static func isLateSend(_ remote: Item, of existing: ItemRecord, in db: Database) throws -> Bool {
+        guard existing.item.kind == .file, remote.kind == .file,
+            existing.item.version.content != remote.version.content,
+            remote.parentIdentifier == existing.item.parentIdentifier, remote.filename == existing.item.filename
+        else { return false }
+        return try hasLocalContent(existing.inode, in: db)
+            && sentContent(ofSize: remote.size, inode: existing.inode, in: db)
     }
 
     /// Removes `record` and what lies below it, except local work (see `holdsLocalWork`), which

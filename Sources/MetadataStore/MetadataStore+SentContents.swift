@@ -1,6 +1,8 @@
-// What uploads sent without an answer (DECISIONS 307): kept per item until a send of its contents
-// is confirmed, or the item goes and its deletion, if one is journalled, is done.
+// What uploads sent without an answer (DECISIONS 307): kept per item until the item goes and its
+// deletion, if one is journalled, is done. A later confirmed send does not end them: the remote may
+// still take such a send after it (DECISIONS 319).
 
+import FileProviderKit
 import Foundation
 import GRDB
 
@@ -42,7 +44,7 @@ extension MetadataStore {
             .execute(arguments: [Int64(inode), Int64(sent.size), sent.sha256])
     }
 
-    /// The contents sent of `inode` whose answers were lost, since the last confirmed one.
+    /// The contents sent of `inode` whose answers were lost.
     public func sentContents(inode: UInt64) async throws -> [SentContent] {
         try await database.read { db in
             try Row.fetchAll(
@@ -50,5 +52,27 @@ extension MetadataStore {
                 arguments: [Int64(inode)]
             ).map { SentContent(size: UInt64($0[0] as Int64), sha256: $0[1]) }
         }
+    }
+
+    /// The files whose creation a daemon was sending when it ended (read before `requeueSending`).
+    /// A file created empty is sent without contents, so no snapshot says what went (DECISIONS 319).
+    public func fileCreationsBeingSent() async throws -> Set<UInt64> {
+        try await database.read { db in
+            Set(
+                try Int64.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT pendingChange.inode FROM pendingChange JOIN item ON item.inode = pendingChange.inode
+                            WHERE pendingChange.isCreation AND pendingChange.sending != 0 AND item.kind = ?
+                            """), arguments: [ItemKind.file.rawValue]
+                ).map(UInt64.init))
+        }
+    }
+
+    /// Whether a send of `inode`'s contents whose answer was lost carried `size` bytes.
+    static func sentContent(ofSize size: UInt64, inode: UInt64, in db: Database) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM sentContent WHERE inode = ? AND size = ? LIMIT 1"),
+            arguments: [Int64(inode), Int64(size)]) ?? false
     }
 }

@@ -8,6 +8,9 @@ import SystemPackage
 /// The SHA-256 of contents: of a snapshot an upload sent, or of what the remote holds, to tell
 /// whether the remote holds bytes an earlier send of a file left there (DECISIONS 307).
 enum ContentDigest {
+    /// What a send of an empty file carries.
+    static let empty = SentContent(size: 0, sha256: Data(SHA256.hash(data: Data())))
+
     /// The length and SHA-256 of the file at `path`, read in 1 MiB pieces.
     static func of(_ path: FilePath) async throws -> SentContent {
         try await BlockingIO.run {

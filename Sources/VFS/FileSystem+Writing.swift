@@ -254,13 +254,25 @@ extension FileSystem {
 
     /// Notes what the sends the daemon's end interrupted sent, from the snapshots they left under
     /// `root`: the remote may hold those bytes, and a retry knows them for the file's own even
-    /// when the file changes here again first (DECISIONS 307).
-    static func noteInterruptedSends(under root: FilePath, store: MetadataStore, logger: Logger) async {
-        for leftover in LocalFileFolder.leftoverSnapshots(under: root) {
+    /// when the file changes here again first (DECISIONS 307). A file's creation among
+    /// `creations` that left no snapshot was sent empty (DECISIONS 319).
+    static func noteInterruptedSends(
+        under root: FilePath, creations: Set<UInt64>, store: MetadataStore, logger: Logger
+    ) async {
+        let leftovers = LocalFileFolder.leftoverSnapshots(under: root)
+        let sentEmpty = creations.subtracting(leftovers.map(\.inode))
+        for leftover in leftovers {
             do {
                 try await store.noteSentContent(ContentDigest.of(leftover.path), inode: leftover.inode)
             } catch {
                 logger.warning("cannot read what an interrupted upload sent of inode \(leftover.inode): \(error)")
+            }
+        }
+        for inode in sentEmpty {
+            do {
+                try await store.noteSentContent(ContentDigest.empty, inode: inode)
+            } catch {
+                logger.warning("cannot note what an interrupted upload sent of inode \(inode): \(error)")
             }
         }
     }

@@ -74,8 +74,10 @@ public final class FileSystem: FileSystemOperations {
             isOffline = true
         }
         try await store.forgetIdentifierAliases()
+        let creationsBeingSent = try await store.fileCreationsBeingSent()
         try await store.requeueSending()
-        await noteInterruptedSends(under: cache.directory.removingLastComponent(), store: store, logger: logger)
+        await noteInterruptedSends(
+            under: cache.directory.removingLastComponent(), creations: creationsBeingSent, store: store, logger: logger)
         let localFiles = try LocalFileFolder(
             root: cache.directory.removingLastComponent(), items: try await store.localContentItems(),
             unconfirmedDeletions: try await store.unconfirmedCreationsDeleted())

@@ -437,7 +437,16 @@ final class Uploader: Sendable {
             item.extendedAttributes = try await store.userAttributes(inode: record.inode)
         }
         guard let contents = snapshot.map({ URL(fileURLWithPath: $0.string) }) else {
-            return try await deliver(item, change: change, record: record, contents: nil, snapshot: &snapshot)
+            do {
+                return try await deliver(item, change: change, record: record, contents: nil, snapshot: &snapshot)
+            } catch {
+                // A file created empty went without contents: what it sent is noted all the same
+                // (a daemon that stops notes it at its next start, DECISIONS 319).
+                if item.kind == .file, change.isCreation, !Task.isCancelled {
+                    await noteSent({ ContentDigest.empty }, of: record.inode)
+                }
+                throw error
+            }
         }
         // Contents go up: `fpfs status` shows their progress.
         let upload = statistics.uploadStarted(name: item.filename.description, length: item.size)
@@ -452,7 +461,11 @@ final class Uploader: Sendable {
             try await deliver(item, change: change, record: record, contents: contents, snapshot: &snapshot)
         } catch {
             // The daemon stops: the snapshot stays, and the next start notes what it holds.
-            if Task.isCancelled { snapshot = nil } else if let snapshot { await noteSent(snapshot, of: record.inode) }
+            if Task.isCancelled {
+                snapshot = nil
+            } else if let snapshot {
+                await noteSent({ try await ContentDigest.of(snapshot) }, of: record.inode)
+            }
             throw error
         }
         succeeded = true
@@ -667,11 +680,11 @@ final class Uploader: Sendable {
         return try await holdsEarlierSend(remote, of: inode)
     }
 
-    /// Records what the snapshot sent of `inode` holds, after a send that may have left it on
-    /// the remote without saying so.
-    private func noteSent(_ snapshot: FilePath, of inode: UInt64) async {
+    /// Records what a send of `inode` carried (`sent`: its snapshot's digest, or an empty file's),
+    /// after a send that may have left it on the remote without saying so.
+    private func noteSent(_ sent: @Sendable () async throws -> SentContent, of inode: UInt64) async {
         do {
-            try await store.noteSentContent(ContentDigest.of(snapshot), inode: inode)
+            try await store.noteSentContent(sent(), inode: inode)
         } catch {
             logger.warning("cannot note what was sent of inode \(inode): \(error)")
         }

@@ -303,36 +303,54 @@ extension MountTests {
         /// An edit or a creation the remote took while its answer hung, the file written again here,
         /// then kill -9: the next mount met its own earlier bytes on the remote, took them for
         /// another's edit and kept a conflict copy (for a creation, the name held the earlier bytes;
-        /// the checker, seed 18016 on Apache; DECISIONS 307).
-        @Test("kill -9 after the remote took bytes written again since: the last bytes, no conflict copy", arguments: [
+        /// the checker, seed 18016 on Apache; DECISIONS 307). And the first send landing late, after
+        /// the next mount's, is not taken for another's edit, also an empty file's creation, which
+        /// is sent without contents (DECISIONS 319).
+        @Test("kill -9 after the remote took bytes written again since: the last bytes, no conflict copy, also when the first lands late", arguments: [
             WritableRemote.Kind.folder, .apache,
-        ], [false, true])
-        func killAfterBytesWrittenAgain(_ kind: WritableRemote.Kind, creation: Bool) async throws {
+        ], ["an edit", "a creation", "an empty file's creation"])
+        func killAfterBytesWrittenAgain(_ kind: WritableRemote.Kind, first send: String) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             try scratch.writeRemote("f", "the first file\n")
             let remote = try await WritableRemote.start(kind, in: scratch)
             defer { remote.stop() }
+            let creation = send != "an edit"
+            let sentFirst = send == "an empty file's creation" ? "" : "the bytes sent first\n"
             let name = creation ? "new.txt" : "f"
             let first = try await TestMount.start(
                 remote: remote.argument, in: scratch,
                 options: ["--inject-faults", "hang-after:\(creation ? "create" : "modify"):\(name)", "--poll-interval", "0"])
             defer { first.unmount() }
-            try await Command.bash("cat \"$1\" > /dev/null && echo 'the bytes sent first' > \"$2\"", first.path("f"), first.path(name))
-                .check()
+            try await Command.bash(
+                "cat \"$1\" > /dev/null && printf %s \"$3\" > \"$2\"", first.path("f"), first.path(name), sentFirst
+            ).check()
             let second = try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) {
-                guard (try? String(contentsOfFile: remote.folder + "/" + name, encoding: .utf8)) == "the bytes sent first\n"
+                guard (try? String(contentsOfFile: remote.folder + "/" + name, encoding: .utf8)) == sentFirst
                 else { return false }
                 try await Command.bash("echo 'then these, longer than those' > \"$1\"", first.path(name)).check()
                 return true
             }
             defer { second.unmount() }
             try await second.sync()
-            for root in [second.mountpoint, remote.folder] {
-                let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
-                #expect(names == (creation ? ["f", "new.txt"] : ["f"]), "\(root) holds \(names): \(second.logTail())")
-                #expect(try String(contentsOfFile: root + "/" + name, encoding: .utf8) == "then these, longer than those\n")
+            let expectTheLastBytes = { (when: String) in
+                for root in [second.mountpoint, remote.folder] {
+                    let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
+                    #expect(
+                        names == (creation ? ["f", "new.txt"] : ["f"]),
+                        "\(when): \(root) holds \(names): \(second.logTail())")
+                    #expect(
+                        try String(contentsOfFile: root + "/" + name, encoding: .utf8) == "then these, longer than those\n",
+                        "\(when)")
+                }
             }
+            try expectTheLastBytes("after the remount")
+            // The first send lands now, after the next mount's (Apache took a killed daemon's PUT a
+            // second late: the checker, seed 28020; DECISIONS 319). It is not another's edit.
+            try sentFirst.write(toFile: remote.folder + "/" + name, atomically: false, encoding: .utf8)
+            try await FpfsBinary.command(["signal", second.mountpoint, "--timeout", "60"], timeout: .seconds(90)).check()
+            try await second.sync()
+            try expectTheLastBytes("after the first send landed")
         }
 
         /// A creation the remote made while its answer was lost (an outage), then deleted here

@@ -158,6 +158,36 @@ struct InterruptedUploadTests {
         #expect(!(try await last.list(try await last.resolve("docs").inode).contains(name)))
     }
 
+    /// A send whose answer was lost lands on the remote after the next daemon's send of newer
+    /// bytes was confirmed (Apache took a killed daemon's `PUT` a second late: the checker, seed
+    /// 28020): the round that sees it took it for another's edit and the newer bytes were gone. Now
+    /// they go again on top; another's write of the same size meets them as a conflict, and both
+    /// stay (DECISIONS 319). An edit and a creation.
+    @Test(arguments: [false, true], [false, true])
+    func aLostSendLandingLateIsNotAnEdit(creation: Bool, anothers: Bool) async throws {
+        let (remote, _, last, path) = try await Self.sentThenWrittenAgain(outage: false, creation: creation)
+        try await last.waitForUploads()
+        let contents = { remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } }
+        #expect(contents() == bytes("then these\n"))
+        let landing = bytes(anothers ? "bytes of another, too\n" : "the first bytes, sent\n")
+        #expect(landing.count == bytes("the first bytes, sent\n").count)
+        _ = try remote.setContents(path: path, landing)
+        _ = try await last.fileSystem.replicateChangesNow()
+        try await last.waitForUploads()
+        let names = try await UploaderOrderingTests.remoteTree(remote).keys
+        let copies = names.filter { $0.contains("(conflict ") }
+        if anothers {
+            #expect(contents() == landing)
+            #expect(copies.count == 1)
+            #expect(copies.first.flatMap { remote.item(atPath: $0) }.flatMap { remote.contents(of: $0.identifier) }
+                == bytes("then these\n"))
+        } else {
+            #expect(contents() == bytes("then these\n"))
+            #expect(copies.isEmpty)
+            #expect(try await last.readAll(try await last.resolve(path).inode) == bytes("then these\n"))
+        }
+    }
+
     /// The other side still holds: a remote version that is not ours is a conflict after a restart too.
     @Test func aRemoteEditMetAfterARestartIsStillAConflict() async throws {
         let remote = try InMemoryProvider.docs()
