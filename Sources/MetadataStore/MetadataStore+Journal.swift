@@ -633,12 +633,13 @@ extension MetadataStore {
     public func completeDeletion(identifier: ItemIdentifier, sequence: Int64) async throws {
         try await write { [ownWrites] db in
             ownWrites.note([identifier])
-            try db.cachedStatement(
-                sql: """
-                    DELETE FROM sentContent WHERE inode =
-                      (SELECT inode FROM pendingDeletion WHERE identifier = ? AND sequence = ?)
-                    """
-            ).execute(arguments: [identifier.rawValue, sequence])
+            if let inode = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT inode FROM pendingDeletion WHERE identifier = ? AND sequence = ?"),
+                arguments: [identifier.rawValue, sequence])
+            {
+                try Self.keepSentContents(of: inode, at: identifier, in: db)
+                try db.cachedStatement(sql: "DELETE FROM sentContent WHERE inode = ?").execute(arguments: [inode])
+            }
             try db.cachedStatement(sql: "DELETE FROM pendingDeletion WHERE identifier = ? AND sequence = ?").execute(
                 arguments: [identifier.rawValue, sequence])
         }

@@ -420,8 +420,9 @@ extension MetadataStore {
     }
 
     /// Whether `remote`, a new version of the file `existing` whose bytes were written here, may be
-    /// a send of those bytes whose answer was lost, landing after a later send the remote
-    /// confirmed: it has their size, in the same place. Apache checks a `PUT`'s precondition as it
+    /// a send whose answer was lost, landing after a later send the remote confirmed: in the same
+    /// place, it has the size of one of that file's, or of an item's deleted here that had its
+    /// identifier (a file renamed over it). Apache checks a `PUT`'s precondition as it
     /// begins and replaces the file as it ends, and a killed daemon's `PUT` ended a second after the
     /// next daemon's had made the file: taken for the remote's edit, it replaced the version
     /// written here (the checker, seed 28020 on Apache; DECISIONS 319).
@@ -431,7 +432,7 @@ extension MetadataStore {
             remote.parentIdentifier == existing.item.parentIdentifier, remote.filename == existing.item.filename
         else { return false }
         return try hasLocalContent(existing.inode, in: db)
-            && sentContent(ofSize: remote.size, inode: existing.inode, in: db)
+            && sentContent(ofSize: remote.size, inode: existing.inode, orAt: remote.identifier, in: db)
     }
 
     /// Removes `record` and what lies below it, except local work (see `holdsLocalWork`), which

@@ -1,6 +1,6 @@
 // What uploads sent without an answer (DECISIONS 307): kept per item until the item goes and its
-// deletion, if one is journalled, is done. A later confirmed send does not end them: the remote may
-// still take such a send after it (DECISIONS 319).
+// deletion, if one is journalled, is done, then by the remote identifier it had. A later confirmed
+// send does not end them: the remote may still take such a send after it (DECISIONS 319).
 
 import FileProviderKit
 import Foundation
@@ -24,6 +24,40 @@ extension MetadataStore {
         }
     }
 
+    static func registerSentContentAtMigration(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v12-sent-contents-at") { db in
+            // What the sends of an item gone here left unanswered, by the remote identifier it
+            // had: such a send may still land there, on another item (DECISIONS 319).
+            try db.execute(
+                sql: """
+                    CREATE TABLE sentContentAt (
+                      identifier TEXT NOT NULL,
+                      size INTEGER NOT NULL,
+                      sha256 BLOB NOT NULL,
+                      PRIMARY KEY (identifier, size, sha256)
+                    )
+                    """)
+        }
+    }
+
+    /// The most rows `sentContentAt` keeps, the latest: what a daemon's end leaves is a few.
+    private static let sentContentsAtKept = 256
+
+    /// Keeps what the sends of `inode` left unanswered under `identifier`, the remote's name of
+    /// the item, as the item leaves the store with its deletion done (DECISIONS 319).
+    static func keepSentContents(of inode: Int64, at identifier: ItemIdentifier, in db: Database) throws {
+        guard !identifier.isLocal else { return }
+        try db.cachedStatement(
+            sql: """
+                INSERT OR IGNORE INTO sentContentAt (identifier, size, sha256)
+                  SELECT ?, size, sha256 FROM sentContent WHERE inode = ?
+                """
+        ).execute(arguments: [identifier.rawValue, inode])
+        try db.cachedStatement(
+            sql: "DELETE FROM sentContentAt WHERE rowid <= (SELECT MAX(rowid) FROM sentContentAt) - ?"
+        ).execute(arguments: [sentContentsAtKept])
+    }
+
     /// Records that `sent` went to the remote as the contents of `inode` and no answer said so.
     /// Never from the reserve a full disk leaves for deletions (`write`): a note is worth less than
     /// the deletion that frees the disk, and on a full disk it throws `StoreDiskFull` instead.
@@ -44,12 +78,17 @@ extension MetadataStore {
             .execute(arguments: [Int64(inode), Int64(sent.size), sent.sha256])
     }
 
-    /// The contents sent of `inode` whose answers were lost.
-    public func sentContents(inode: UInt64) async throws -> [SentContent] {
+    /// The contents sent of `inode` whose answers were lost, and those of items gone here that
+    /// were `identifier` on the remote.
+    public func sentContents(inode: UInt64, orAt identifier: ItemIdentifier) async throws -> [SentContent] {
         try await database.read { db in
             try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT size, sha256 FROM sentContent WHERE inode = ?"),
-                arguments: [Int64(inode)]
+                db.cachedStatement(
+                    sql: """
+                        SELECT size, sha256 FROM sentContent WHERE inode = ?
+                        UNION SELECT size, sha256 FROM sentContentAt WHERE identifier = ?
+                        """),
+                arguments: [Int64(inode), identifier.rawValue]
             ).map { SentContent(size: UInt64($0[0] as Int64), sha256: $0[1]) }
         }
     }
@@ -69,10 +108,17 @@ extension MetadataStore {
         }
     }
 
-    /// Whether a send of `inode`'s contents whose answer was lost carried `size` bytes.
-    static func sentContent(ofSize size: UInt64, inode: UInt64, in db: Database) throws -> Bool {
+    /// Whether a send whose answer was lost carried `size` bytes: of `inode`'s contents, or of an
+    /// item gone here that was `identifier` on the remote.
+    static func sentContent(
+        ofSize size: UInt64, inode: UInt64, orAt identifier: ItemIdentifier, in db: Database
+    ) throws -> Bool {
         try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT 1 FROM sentContent WHERE inode = ? AND size = ? LIMIT 1"),
-            arguments: [Int64(inode), Int64(size)]) ?? false
+            db.cachedStatement(
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM sentContent WHERE inode = ?1 AND size = ?2)
+                      OR EXISTS (SELECT 1 FROM sentContentAt WHERE identifier = ?3 AND size = ?2)
+                    """),
+            arguments: [Int64(inode), Int64(size), identifier.rawValue]) ?? false
     }
 }

@@ -250,6 +250,7 @@ public final class MetadataStore: Sendable {
             // send may have left the item at (DECISIONS 314).
             try db.execute(sql: "ALTER TABLE creationPlace RENAME TO sentPlace")
         }
+        registerSentContentAtMigration(in: &migrator)
         return migrator
     }
 

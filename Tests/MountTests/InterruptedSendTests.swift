@@ -318,19 +318,8 @@ extension MountTests {
             let creation = send != "an edit"
             let sentFirst = send == "an empty file's creation" ? "" : "the bytes sent first\n"
             let name = creation ? "new.txt" : "f"
-            let first = try await TestMount.start(
-                remote: remote.argument, in: scratch,
-                options: ["--inject-faults", "hang-after:\(creation ? "create" : "modify"):\(name)", "--poll-interval", "0"])
-            defer { first.unmount() }
-            try await Command.bash(
-                "cat \"$1\" > /dev/null && printf %s \"$3\" > \"$2\"", first.path("f"), first.path(name), sentFirst
-            ).check()
-            let second = try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) {
-                guard (try? String(contentsOfFile: remote.folder + "/" + name, encoding: .utf8)) == sentFirst
-                else { return false }
-                try await Command.bash("echo 'then these, longer than those' > \"$1\"", first.path(name)).check()
-                return true
-            }
+            let second = try await Self.sentThenWrittenAgainAndKilled(
+                name, sentFirst, creation: creation, remote: remote, in: scratch)
             defer { second.unmount() }
             try await second.sync()
             let expectTheLastBytes = { (when: String) in
@@ -351,6 +340,57 @@ extension MountTests {
             try await FpfsBinary.command(["signal", second.mountpoint, "--timeout", "60"], timeout: .seconds(90)).check()
             try await second.sync()
             try expectTheLastBytes("after the first send landed")
+        }
+
+        /// A creation the remote took while its answer hung, the file written again, kill -9, and the
+        /// next mount's send confirmed; then another file renamed over it: the first send, landing
+        /// late, lands on that file, which took the remote's identifier of the one it replaced
+        /// (DECISIONS 319). A remote whose identifiers are places: on the folder remote the file
+        /// renamed over keeps its own.
+        @Test("a lost send landing late on a file renamed over its own: the renamed file stays")
+        func lateSendOnAFileRenamedOverIt() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("f", "the first file\n")
+            let remote = try await WritableRemote.start(.apache, in: scratch)
+            defer { remote.stop() }
+            let second = try await Self.sentThenWrittenAgainAndKilled(
+                "new.txt", "the bytes sent first\n", creation: true, remote: remote, in: scratch)
+            defer { second.unmount() }
+            try await second.sync()
+            try await Command.bash(
+                "cd \"$1\" && echo 'the file renamed over it' > other.txt && mv other.txt new.txt", second.mountpoint
+            ).check()
+            try await second.sync()
+            try "the bytes sent first\n".write(toFile: remote.folder + "/new.txt", atomically: false, encoding: .utf8)
+            try await FpfsBinary.command(["signal", second.mountpoint, "--timeout", "60"], timeout: .seconds(90)).check()
+            try await second.sync()
+            for root in [second.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
+                #expect(names == ["f", "new.txt"], "\(root) holds \(names): \(second.logTail())")
+                #expect(try String(contentsOfFile: root + "/new.txt", encoding: .utf8) == "the file renamed over it\n")
+            }
+        }
+
+        /// Mounts with sends of `name` (a creation, or an edit) whose answers hang, writes
+        /// `sentFirst` there, and once the remote holds it writes other bytes here, kills the daemon
+        /// with SIGKILL and mounts again on the same cache.
+        static func sentThenWrittenAgainAndKilled(
+            _ name: String, _ sentFirst: String, creation: Bool, remote: WritableRemote, in scratch: Scratch
+        ) async throws -> TestMount {
+            let first = try await TestMount.start(
+                remote: remote.argument, in: scratch,
+                options: ["--inject-faults", "hang-after:\(creation ? "create" : "modify"):\(name)", "--poll-interval", "0"])
+            defer { first.unmount() }
+            try await Command.bash(
+                "cat \"$1\" > /dev/null && printf %s \"$3\" > \"$2\"", first.path("f"), first.path(name), sentFirst
+            ).check()
+            return try await Self.killOnceArrived(first, remount: remote.remount(in: scratch)) {
+                guard (try? String(contentsOfFile: remote.folder + "/" + name, encoding: .utf8)) == sentFirst
+                else { return false }
+                try await Command.bash("echo 'then these, longer than those' > \"$1\"", first.path(name)).check()
+                return true
+            }
         }
 
         /// A creation the remote made while its answer was lost (an outage), then deleted here

@@ -40,6 +40,12 @@ final class OperationChecker: @unchecked Sendable {
     private var away = false
     /// Operations left in the open race window, or nil when none is open.
     private var raceLeft: Int?
+    /// When the daemon was last killed: what it had sent may still land on a server after it died
+    /// (Apache took a killed daemon's `PUT` a second late, DECISIONS 319).
+    private var lastKill: ContinuousClock.Instant?
+    /// How long a killed daemon's requests are given to land before the remote is compared or
+    /// changed: the model cannot tell when they do. The new daemon meets them meanwhile.
+    private static let landingTime = Duration.seconds(2)
     private var log: [String] = []
     private(set) var summary = Summary()
 
@@ -117,6 +123,7 @@ final class OperationChecker: @unchecked Sendable {
             try checkpoint("a checkpoint")
         case .remoteWrite(_, _, let calm), .remoteDelete(_, let calm), .remoteRename(_, _, let calm):
             if calm { try checkpoint("a checkpoint before a calm remote change") }
+            letTheKilledDaemonsRequestsLand()
             let remoteContents = Dictionary(
                 CheckerModel.paths(of: operation).compactMap { path in
                     remoteFile(path).map { (path, $0) }
@@ -299,6 +306,7 @@ final class OperationChecker: @unchecked Sendable {
         guard let old = mount else { return }
         let daemon = old.daemon ?? DaemonProcess(pidFile: old.cacheDir + "/daemon.pid")
         daemon?.send(SIGKILL)
+        lastKill = .now
         if let daemon, !daemon.waitForExitBlocking(timeout: .seconds(10)) {
             throw failure(["the daemon survived SIGKILL"])
         }
@@ -359,6 +367,7 @@ final class OperationChecker: @unchecked Sendable {
     private func checkpoint(_ name: String) throws {
         guard let mount else { return }
         closeAllHandles()
+        letTheKilledDaemonsRequestsLand()
         log.append("   (\(name): fpfs sync, fpfs signal, fpfs sync, compare)")
         try sync()
         try signal()
@@ -374,6 +383,15 @@ final class OperationChecker: @unchecked Sendable {
             if found != value { problems.append("\(path): \(name) should be \(value), the mount has \(found)") }
         }
         if !problems.isEmpty { throw failure(problems) }
+    }
+
+    /// Waits out what is left of `landingTime` since the last kill, on a remote that is a server.
+    private func letTheKilledDaemonsRequestsLand() {
+        guard remote.kind != .folder, let killed = lastKill else { return }
+        lastKill = nil
+        let left = Self.landingTime - (ContinuousClock.now - killed)
+        guard left > .zero else { return }
+        Thread.sleep(forTimeInterval: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
     }
 
     // MARK: Reports
