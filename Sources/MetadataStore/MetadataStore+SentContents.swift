@@ -69,10 +69,17 @@ extension MetadataStore {
         }
     }
 
+    /// Only for an item the store holds, or one deleted here whose deletion waits: a send of a
+    /// file deleted while it was under way is noted at the next start, and its deletion must know
+    /// the bytes (the checker, seed 29011 on Apache; DECISIONS 319).
     private static func insertSentContent(_ sent: SentContent, inode: UInt64, in db: Database) throws {
         guard
             try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT 1 FROM item WHERE inode = ?"), arguments: [Int64(inode)]) == true
+                db.cachedStatement(
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM item WHERE inode = ?1)
+                          OR EXISTS (SELECT 1 FROM pendingDeletion WHERE inode = ?1)
+                        """), arguments: [Int64(inode)]) == true
         else { return }
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO sentContent (inode, size, sha256) VALUES (?, ?, ?)")
             .execute(arguments: [Int64(inode), Int64(sent.size), sent.sha256])

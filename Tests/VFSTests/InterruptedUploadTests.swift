@@ -158,6 +158,35 @@ struct InterruptedUploadTests {
         #expect(!(try await last.list(try await last.resolve("docs").inode).contains(name)))
     }
 
+    /// A file deleted here while its send was under way, then the daemon ends: the next start
+    /// noted nothing of what the send left (the item was gone from the store), so the deletion
+    /// took the remote's file for another's and it stayed (the checker, seed 29011 on Apache;
+    /// DECISIONS 319). An edit and a creation.
+    @Test(arguments: [false, true])
+    func aFileDeletedWhileItsSendHungGoesFromTheRemote(creation: Bool) async throws {
+        let remote = try InMemoryProvider.docs()
+        let first = try await VFSHarness.make(provider: AnswerLost(remote))
+        let docs = try await first.resolve("docs").inode
+        _ = try await first.list(docs)
+        let path = creation ? "docs/new.txt" : "docs/readme.txt"
+        if creation {
+            _ = try await first.writeFile(path, bytes("sent, then deleted\n"))
+        } else {
+            try await first.overwrite(try await first.resolve(path).inode, bytes("sent, then deleted\n"))
+        }
+        first.fileSystem.retryUploadsNow()
+        try await VFSHarness.eventually("the bytes reach the remote") {
+            remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == bytes("sent, then deleted\n")
+        }
+        let name = String(path.split(separator: "/").last!)
+        try await first.fileSystem.unlink(parent: docs, name: Array(name.utf8), context: first.context)
+        await first.fileSystem.shutdown()
+        let last = try await VFSHarness.make(provider: remote, directory: first.directory)
+        try await last.waitForUploads()
+        let names = try await UploaderOrderingTests.remoteTree(remote).keys.sorted()
+        #expect(names == ["docs", "docs/other.txt"] + (creation ? ["docs/readme.txt"] : []))
+    }
+
     /// A send whose answer was lost lands on the remote after the next daemon's send of newer
     /// bytes was confirmed (Apache took a killed daemon's `PUT` a second late: the checker, seed
     /// 28020): the round that sees it took it for another's edit and the newer bytes were gone. Now
