@@ -100,17 +100,24 @@ extension MetadataStore {
     ///
     /// With `completing`, these are a listing's last items: its last transaction also ends the
     /// listing (`completeListing`), which saves most folders a transaction of their own.
+    ///
+    /// A file whose bytes live here and that the listing shows at another content version is not
+    /// stored: its identifier is returned, for the caller to apply as a round would (see
+    /// `heldLocally`).
+    @discardableResult
     public func storeListed(
         _ items: [Item], transactionSize: Int = 1000, completing listing: CompletedListing? = nil
-    ) async throws {
+    ) async throws -> [ItemIdentifier] {
         let sorted = Self.inIndexOrder(items)
-        guard !sorted.isEmpty || listing != nil else { return }
+        guard !sorted.isEmpty || listing != nil else { return [] }
         var start = 0
+        var left: [ItemIdentifier] = []
         repeat {
             let end = min(start + max(transactionSize, 1), sorted.count)
-            try await storeListedTransaction(sorted[start..<end], completing: end == sorted.count ? listing : nil)
+            left += try await storeListedTransaction(sorted[start..<end], completing: end == sorted.count ? listing : nil)
             start = end
         } while start < sorted.count
+        return left
     }
 
     /// A listing that has ended: the folder, and every identifier it returned.
@@ -124,7 +131,9 @@ extension MetadataStore {
         }
     }
 
-    private func storeListedTransaction(_ items: ArraySlice<Item>, completing listing: CompletedListing?) async throws {
+    private func storeListedTransaction(_ items: ArraySlice<Item>, completing listing: CompletedListing?) async throws
+        -> [ItemIdentifier]
+    {
         try await write { [itemChanges] db in
             if let folder = try Self.listedFolder(of: items, completing: listing, in: db) {
                 itemChanges.confineTransaction(toChildrenOf: folder)
@@ -143,13 +152,39 @@ extension MetadataStore {
             }
             changedHere.formUnion(
                 try String.fetchAll(db.cachedStatement(sql: "SELECT identifier FROM pendingDeletion")))
-            try Self.store(
-                items.lazy.filter { item in
+            let (stored, left) = try Self.heldLocally(
+                items.filter { item in
                     !changedHere.contains(item.identifier.rawValue)
                         && !namesHeld.contains(Self.place(item.parentIdentifier, item.filename.bytes))
                 }, in: db)
+            try Self.store(stored, in: db)
             if let listing { try Self.completeListing(of: listing.directory, seen: listing.seen, in: db) }
+            return left
         }
+    }
+
+    /// `items` split: those a listing may store, and the files among them whose bytes live here
+    /// and that the remote holds at another content version. Stored, such a file took the
+    /// remote's version while the mount kept showing the bytes here, and an edit sent `If-Match`
+    /// that version replaced the other's write (the checker, seed 30014 on Apache; DECISIONS 320).
+    /// Applied as a round applies them, they drop the bytes here (or keep them for a writer).
+    private static func heldLocally(_ items: [Item], in db: Database) throws -> (stored: [Item], left: [ItemIdentifier]) {
+        let rows = try Row.fetchAll(
+            db.cachedStatement(
+                sql: "SELECT identifier, contentVersion FROM item WHERE inode IN (SELECT inode FROM localContent)"))
+        guard !rows.isEmpty else { return (items, []) }
+        var versions: [String: Data] = [:]
+        for row in rows { versions[row["identifier"]] = row["contentVersion"] }
+        var stored: [Item] = []
+        var left: [ItemIdentifier] = []
+        for item in items {
+            if let version = versions[item.identifier.rawValue], version != Data(item.version.content) {
+                left.append(item.identifier)
+            } else {
+                stored.append(item)
+            }
+        }
+        return (stored, left)
     }
 
     /// The inode of the folder whose listing `items` (and `listing`) are, when they are all its
@@ -217,17 +252,20 @@ extension MetadataStore {
 
     /// Replaces the stored listing of `directory` with `items` (all of them), provided the journal
     /// is still empty at `sequence`: the listing then shows every local change, and no local change
-    /// came since. Otherwise nothing changes and false says so. For listing a stale folder again,
-    /// where the store already holds children that local changes may have moved on.
+    /// came since. Otherwise nothing changes and nil says so. For listing a stale folder again,
+    /// where the store already holds children that local changes may have moved on. Files whose
+    /// bytes live here at another content version are left out, as `storeListed` leaves them,
+    /// and returned.
     public func replaceListing(
         of directory: ItemIdentifier, with items: [Item], ifJournalAt sequence: Int64
-    ) async throws -> Bool {
+    ) async throws -> [ItemIdentifier]? {
         try await write { db in
             let now = try Self.journalState(in: db)
-            guard now.sequence == sequence, now.isEmpty else { return false }
-            try Self.store(Self.inIndexOrder(items), in: db)
+            guard now.sequence == sequence, now.isEmpty else { return nil }
+            let (stored, left) = try Self.heldLocally(Self.inIndexOrder(items), in: db)
+            try Self.store(stored, in: db)
             try Self.completeListing(of: directory, seen: Set(items.map(\.identifier)), in: db)
-            return true
+            return left
         }
     }
 

@@ -22,6 +22,9 @@ final class DirectoryLister: Sendable {
         var inFlight: [ItemIdentifier: Task<Void, any Error>] = [:]
     }
     private let state = Mutex(State())
+    /// Applies the remote's present state of an item as a round would (`ChangeReplicator`), for
+    /// the files a listing found at another version than the bytes here (DECISIONS 320).
+    let remoteState = Mutex<(@Sendable (ItemIdentifier) async throws -> Void)?>(nil)
 
     /// How many times a listing starts over after `pageExpired` before giving up.
     private static let maximumRestarts = 3
@@ -126,6 +129,7 @@ final class DirectoryLister: Sendable {
         var page = EnumerationPage.initial
         var seen = Set<ItemIdentifier>()
         var restarts = 0
+        var heldHere: [ItemIdentifier] = []
         while true {
             let current = page
             let pageSize = configuration.suggestedPageSize
@@ -161,7 +165,7 @@ final class DirectoryLister: Sendable {
             let last = result.nextPage == nil
             if !refreshing, last || listed.count >= Self.storedRunLength {
                 // The last run also ends the listing, in its own last transaction.
-                try await store.storeListed(
+                heldHere += try await store.storeListed(
                     listed, transactionSize: configuration.suggestedPageSize,
                     completing: last ? .init(directory: directory, seen: seen) : nil)
                 listed = []
@@ -170,11 +174,29 @@ final class DirectoryLister: Sendable {
             page = next
         }
         if let journal {
-            guard try await store.replaceListing(of: directory, with: listed, ifJournalAt: journal.sequence) else {
-                return
-            }
+            guard let left = try await store.replaceListing(of: directory, with: listed, ifJournalAt: journal.sequence)
+            else { return }
+            heldHere += left
         }
         statistics.update { $0.listings.directories += 1 }
         state.withLock { _ = $0.complete.insert(directory) }
+        applyRemoteState(of: heldHere)
+    }
+
+    /// Has each of `identifiers` applied as a round would, from a task of its own: the listing
+    /// may serve a readdir, whose folder the kernel holds while the change's notifications wait
+    /// for it. A failure leaves it to the next round.
+    private func applyRemoteState(of identifiers: [ItemIdentifier]) {
+        guard !identifiers.isEmpty, let apply = remoteState.withLock({ $0 }) else { return }
+        let logger = self.logger
+        Task {
+            for identifier in identifiers {
+                do {
+                    try await apply(identifier)
+                } catch {
+                    logger.warning("cannot take the remote's version of \(identifier) that a listing found: \(error)")
+                }
+            }
+        }
     }
 }

@@ -149,6 +149,9 @@ public final class FileSystem: FileSystemOperations {
         uploader.remoteState.withLock {
             $0 = { [weak replicator] in try await replicator?.applyRemoteState(of: $0, knownDeleted: $1) }
         }
+        lister.remoteState.withLock {
+            $0 = { [weak replicator] in try await replicator?.applyRemoteState(of: $0, knownDeleted: false) }
+        }
         fetcher.describedItem.withLock { $0 = { [weak replicator] in await replicator?.applyFetched($0) } }
         let openFiles = HandleTable<OpenFile>()
         self.openFiles = openFiles

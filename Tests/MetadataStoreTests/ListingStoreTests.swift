@@ -27,6 +27,37 @@ struct ListingStoreTests {
         #expect(!MetadataStore.bytewisePrecedes("\u{E9}", "e\u{301}"))
     }
 
+    /// A listing that finds a file whose bytes live here at another content version leaves its
+    /// record alone and returns it, to be applied as a round would: stored, the record took the
+    /// remote's version under the bytes here (the checker, seed 30014 on Apache; DECISIONS 320).
+    @Test("a listing leaves a file with local contents at another version to be applied as a round would")
+    func listingLeavesLocalContentsOfAnotherVersion() async throws {
+        let store = try MetadataStore()
+        let records = try await LocalChangeTests.storeFolderWithAFile(
+            in: store, and: [item("b", in: "/d", size: 1)])
+        let file = try #require(records.first { $0.identifier == ItemIdentifier("/d/a") })
+        let other = try #require(records.first { $0.identifier == ItemIdentifier("/d/b") })
+        try await store.markLocalContent(inode: file.inode)
+        var changed = file.item
+        changed.version = ItemVersion(content: "2", metadata: "2")
+        changed.size = 7
+        var otherChanged = other.item
+        otherChanged.version = ItemVersion(content: "2", metadata: "2")
+        otherChanged.size = 7
+        let left = try await store.storeListed(
+            [changed, otherChanged],
+            completing: .init(directory: ItemIdentifier("/d"), seen: [changed.identifier, otherChanged.identifier]))
+        #expect(left == [file.identifier])
+        #expect(try await store.record(inode: file.inode)?.item.version == file.item.version)
+        #expect(try await store.record(inode: other.inode)?.item.size == 7, "one without local contents is stored")
+        let journal = try await store.journalState()
+        let replaced = try await store.replaceListing(
+            of: ItemIdentifier("/d"), with: [changed, otherChanged], ifJournalAt: journal.sequence)
+        #expect(replaced == [file.identifier])
+        #expect(try await store.record(inode: file.inode)?.item.version == file.item.version)
+        #expect(try await store.children(of: ItemIdentifier("/d")).count == 2)
+    }
+
     @Test("a listing stored over several transactions keeps every item and leaves local changes alone")
     func splitListing() async throws {
         let store = try MetadataStore()

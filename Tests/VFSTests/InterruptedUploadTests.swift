@@ -97,6 +97,24 @@ struct InterruptedUploadTests {
         }
     }
 
+    /// Writes `contents` as `docs/new.txt` (a creation) or over `docs/readme.txt` (an edit) and
+    /// returns the path once the remote holds them (the answer of `vfs`'s provider may never come).
+    static func send(_ contents: [UInt8], creation: Bool, from vfs: VFSHarness, to remote: InMemoryProvider)
+        async throws -> String
+    {
+        let path = creation ? "docs/new.txt" : "docs/readme.txt"
+        if creation {
+            _ = try await vfs.writeFile(path, contents)
+        } else {
+            try await vfs.overwrite(try await vfs.resolve(path).inode, contents)
+        }
+        vfs.fileSystem.retryUploadsNow()
+        try await VFSHarness.eventually("the bytes reach the remote") {
+            remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == contents
+        }
+        return path
+    }
+
     /// Sends `path`'s first bytes (an edit, or a creation) and loses the answer, then writes other
     /// bytes there before the retry; ends the daemon with the send under way (as kill -9 leaves
     /// it) and starts another, or, with `outage`, leaves the remote away until `lossy.comeBack()`.
@@ -107,16 +125,7 @@ struct InterruptedUploadTests {
         let lossy = AnswerLostThenDown(remote)
         let first = try await VFSHarness.make(provider: outage ? lossy : AnswerLost(remote))
         _ = try await first.list(try await first.resolve("docs").inode)
-        let path = creation ? "docs/new.txt" : "docs/readme.txt"
-        if creation {
-            _ = try await first.writeFile(path, bytes("the first bytes, sent\n"))
-        } else {
-            try await first.overwrite(try await first.resolve(path).inode, bytes("the first bytes, sent\n"))
-        }
-        first.fileSystem.retryUploadsNow()
-        try await VFSHarness.eventually("the first bytes reach the remote") {
-            remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == bytes("the first bytes, sent\n")
-        }
+        let path = try await Self.send(bytes("the first bytes, sent\n"), creation: creation, from: first, to: remote)
         try await first.overwrite(try await first.resolve(path).inode, bytes("then these\n"))
         guard !outage else { return (remote, lossy, first, path) }
         await first.fileSystem.shutdown()
@@ -168,16 +177,7 @@ struct InterruptedUploadTests {
         let first = try await VFSHarness.make(provider: AnswerLost(remote))
         let docs = try await first.resolve("docs").inode
         _ = try await first.list(docs)
-        let path = creation ? "docs/new.txt" : "docs/readme.txt"
-        if creation {
-            _ = try await first.writeFile(path, bytes("sent, then deleted\n"))
-        } else {
-            try await first.overwrite(try await first.resolve(path).inode, bytes("sent, then deleted\n"))
-        }
-        first.fileSystem.retryUploadsNow()
-        try await VFSHarness.eventually("the bytes reach the remote") {
-            remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } == bytes("sent, then deleted\n")
-        }
+        let path = try await Self.send(bytes("sent, then deleted\n"), creation: creation, from: first, to: remote)
         let name = String(path.split(separator: "/").last!)
         try await first.fileSystem.unlink(parent: docs, name: Array(name.utf8), context: first.context)
         await first.fileSystem.shutdown()
