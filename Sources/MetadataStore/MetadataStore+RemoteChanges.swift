@@ -168,13 +168,22 @@ extension MetadataStore {
     /// remote's version while the mount kept showing the bytes here, and an edit sent `If-Match`
     /// that version replaced the other's write (the checker, seed 30014 on Apache; DECISIONS 320).
     /// Applied as a round applies them, they drop the bytes here (or keep them for a writer).
+    /// Only the listed folders' files with local contents are read: after a big copy into the
+    /// mount, the local folder holds thousands, and every listing would read them all.
     private static func heldLocally(_ items: [Item], in db: Database) throws -> (stored: [Item], left: [ItemIdentifier]) {
-        let rows = try Row.fetchAll(
-            db.cachedStatement(
-                sql: "SELECT identifier, contentVersion FROM item WHERE inode IN (SELECT inode FROM localContent)"))
-        guard !rows.isEmpty else { return (items, []) }
         var versions: [String: Data] = [:]
-        for row in rows { versions[row["identifier"]] = row["contentVersion"] }
+        for folder in Set(items.lazy.map(\.parentIdentifier)) {
+            for row in try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT item.identifier, item.contentVersion FROM localContent
+                        JOIN item ON item.inode = localContent.inode WHERE item.parentIdentifier = ?
+                        """), arguments: [folder.rawValue])
+            {
+                versions[row["identifier"]] = row["contentVersion"]
+            }
+        }
+        guard !versions.isEmpty else { return (items, []) }
         var stored: [Item] = []
         var left: [ItemIdentifier] = []
         for item in items {

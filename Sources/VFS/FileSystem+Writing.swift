@@ -260,17 +260,13 @@ extension FileSystem {
         under root: FilePath, creations: Set<UInt64>, store: MetadataStore, logger: Logger
     ) async {
         let leftovers = LocalFileFolder.leftoverSnapshots(under: root)
-        let sentEmpty = creations.subtracting(leftovers.map(\.inode))
-        for leftover in leftovers {
-            do {
-                try await store.noteSentContent(ContentDigest.of(leftover.path), inode: leftover.inode)
-            } catch {
-                logger.warning("cannot read what an interrupted upload sent of inode \(leftover.inode): \(error)")
-            }
+        var sends: [(inode: UInt64, sent: @Sendable () async throws -> SentContent)] = leftovers.map { leftover in
+            (leftover.inode, { try await ContentDigest.of(leftover.path) })
         }
-        for inode in sentEmpty {
+        for inode in creations.subtracting(leftovers.map(\.inode)) { sends.append((inode, { ContentDigest.empty })) }
+        for (inode, sent) in sends {
             do {
-                try await store.noteSentContent(ContentDigest.empty, inode: inode)
+                try await store.noteSentContent(sent(), inode: inode)
             } catch {
                 logger.warning("cannot note what an interrupted upload sent of inode \(inode): \(error)")
             }
