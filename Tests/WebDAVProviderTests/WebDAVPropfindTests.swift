@@ -61,9 +61,15 @@ import Testing
         do {
             let files = folder.url.appending(path: name)
             try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            // Dated a minute back: Apache marks a file's ETag weak (`W/`) for the second after it
+            // changes, so a listing within that second would be answered two bytes longer a file.
+            let aMinuteAgo = Date(timeIntervalSinceNow: -60)
             for index in 0..<count {
-                try "x".write(to: files.appending(path: "file-\(index)"), atomically: false, encoding: .utf8)
+                let file = files.appending(path: "file-\(index)")
+                try "x".write(to: file, atomically: false, encoding: .utf8)
+                try FileManager.default.setAttributes([.modificationDate: aMinuteAgo], ofItemAtPath: file.path)
             }
+            try FileManager.default.setAttributes([.modificationDate: aMinuteAgo], ofItemAtPath: files.path)
             try folder.openToServer()
             return (folder, try await WebDAVTestServer.start(kind, serving: folder.url))
         } catch {
