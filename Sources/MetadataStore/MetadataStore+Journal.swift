@@ -553,6 +553,7 @@ extension MetadataStore {
             else { continue }
             try Self.releaseIdentifier(holder.identifier, except: UInt64(taker), in: db)
         }
+        try keepSentContents(from: oldPrefix, upTo: end, in: db)
         let arguments: StatementArguments = [oldPrefix, end, newPrefix]
         for (table, column) in [
             ("item", "identifier"), ("item", "parentIdentifier"), ("pendingDeletion", "identifier"),
@@ -931,6 +932,7 @@ extension MetadataStore {
             arguments: StatementArguments(
                 values: columns.compactMap { remoteValues[$0] } + [Int64(inode).databaseValue]))
         guard remote.identifier != old else { return identity }
+        try keepSentContents(of: Int64(inode), at: old, in: db)
         if alias {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO identifierAlias (local, remote) VALUES (?, ?)").execute(
                 arguments: [old.rawValue, remote.identifier.rawValue])

@@ -468,8 +468,9 @@ extension MetadataStore {
 
     /// Whether `remote`, a new version of the file `existing` whose bytes were written here, may be
     /// a send whose answer was lost, landing after a later send the remote confirmed: in the same
-    /// place, it has the size of one of that file's, or of an item's deleted here that had its
-    /// identifier (a file renamed over it). Apache checks a `PUT`'s precondition as it
+    /// place, it has the size of one of that file's, or of an item's that had its identifier and
+    /// left it (deleted: a file renamed over it; moved away: a file moved to its place, DECISIONS
+    /// 321). Apache checks a `PUT`'s precondition as it
     /// begins and replaces the file as it ends, and a killed daemon's `PUT` ended a second after the
     /// next daemon's had made the file: taken for the remote's edit, it replaced the version
     /// written here (the checker, seed 28020 on Apache; DECISIONS 319).

@@ -1,6 +1,7 @@
 // What uploads sent without an answer (DECISIONS 307): kept per item until the item goes and its
-// deletion, if one is journalled, is done, then by the remote identifier it had. A later confirmed
-// send does not end them: the remote may still take such a send after it (DECISIONS 319).
+// deletion, if one is journalled, is done, then by the remote identifier it had; also by each
+// identifier a move took from it (DECISIONS 321). A later confirmed send does not end them: the
+// remote may still take such a send after it (DECISIONS 319).
 
 import FileProviderKit
 import Foundation
@@ -43,8 +44,9 @@ extension MetadataStore {
     /// The most rows `sentContentAt` keeps, the latest: what a daemon's end leaves is a few.
     private static let sentContentsAtKept = 256
 
-    /// Keeps what the sends of `inode` left unanswered under `identifier`, the remote's name of
-    /// the item, as the item leaves the store with its deletion done (DECISIONS 319).
+    /// Keeps what the sends of `inode` left unanswered under `identifier`, the remote's name the
+    /// item had, as the item leaves it: its deletion done (DECISIONS 319), or moved on a remote
+    /// whose identifiers are places, where another item may take that name (DECISIONS 321).
     static func keepSentContents(of inode: Int64, at identifier: ItemIdentifier, in db: Database) throws {
         guard !identifier.isLocal else { return }
         try db.cachedStatement(
@@ -53,6 +55,24 @@ extension MetadataStore {
                   SELECT ?, size, sha256 FROM sentContent WHERE inode = ?
                 """
         ).execute(arguments: [identifier.rawValue, inode])
+        try trimSentContentsAt(in: db)
+    }
+
+    /// The same for the items whose identifiers lie from `start` up to `end`, as the move of the
+    /// folder above them on a remote of places gives them others (DECISIONS 321).
+    static func keepSentContents(from start: String, upTo end: String, in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT OR IGNORE INTO sentContentAt (identifier, size, sha256)
+                  SELECT item.identifier, sentContent.size, sentContent.sha256
+                  FROM sentContent JOIN item ON item.inode = sentContent.inode
+                  WHERE item.identifier >= ? AND item.identifier < ?
+                """
+        ).execute(arguments: [start, end])
+        try trimSentContentsAt(in: db)
+    }
+
+    private static func trimSentContentsAt(in db: Database) throws {
         try db.cachedStatement(
             sql: "DELETE FROM sentContentAt WHERE rowid <= (SELECT MAX(rowid) FROM sentContentAt) - ?"
         ).execute(arguments: [sentContentsAtKept])
@@ -85,8 +105,8 @@ extension MetadataStore {
             .execute(arguments: [Int64(inode), Int64(sent.size), sent.sha256])
     }
 
-    /// The contents sent of `inode` whose answers were lost, and those of items gone here that
-    /// were `identifier` on the remote.
+    /// The contents sent of `inode` whose answers were lost, and those of items that were
+    /// `identifier` on the remote until they left it (deleted, or moved).
     public func sentContents(inode: UInt64, orAt identifier: ItemIdentifier) async throws -> [SentContent] {
         try await database.read { db in
             try Row.fetchAll(
@@ -116,7 +136,7 @@ extension MetadataStore {
     }
 
     /// Whether a send whose answer was lost carried `size` bytes: of `inode`'s contents, or of an
-    /// item gone here that was `identifier` on the remote.
+    /// item that was `identifier` on the remote until it left it (deleted, or moved).
     static func sentContent(
         ofSize size: UInt64, inode: UInt64, orAt identifier: ItemIdentifier, in db: Database
     ) throws -> Bool {

@@ -668,7 +668,8 @@ final class Uploader: Sendable {
 
     /// Whether the remote item `remote` holds bytes an earlier send of `inode`'s contents left
     /// there, its answer lost: the file's own, from before it changed here again (DECISIONS 307),
-    /// or an earlier send's of an item deleted here that was `remote`'s identifier (DECISIONS 319).
+    /// or an earlier send's of an item that was `remote`'s identifier and left it, deleted here
+    /// (DECISIONS 319) or moved away (DECISIONS 321).
     private func holdsEarlierSend(_ remote: Item, of inode: UInt64) async throws -> Bool {
         let sent = try await store.sentContents(inode: inode, orAt: remote.identifier)
         return try await ContentDigest.remoteHoldsOne(of: sent, remote: remote, provider: provider)

@@ -235,6 +235,26 @@ struct LocalChangeTests {
         #expect(Set(try await store.sentContents(inode: 9_999, orAt: file.identifier)) == [first, second])
     }
 
+    /// What sends left unanswered stays noted under each identifier a move on a remote of places
+    /// takes from the item, by its own move or its folder's: another item moved there takes that
+    /// identifier, and a late send lands on it (DECISIONS 321).
+    @Test("bytes sent without an answer stay noted under the identifiers moves took from the item")
+    func sentContentsStayAtIdentifiersMovesLeft() async throws {
+        let store = try MetadataStore()
+        let records = try await Self.storeFolderWithAFile(in: store)
+        let file = try #require(records.first { $0.identifier == ItemIdentifier("/d/a") })
+        let sent = SentContent(size: 3, sha256: Data(repeating: 1, count: 32))
+        try await store.noteSentContent(sent, inode: file.inode)
+        try await Self.confirmMove(of: "/d", to: "e", in: store)
+        #expect(try await store.record(inode: file.inode)?.identifier == ItemIdentifier("/e/a"))
+        try await Self.confirmMove(of: "/e/a", to: "b", in: store)
+        #expect(try await store.record(inode: file.inode)?.identifier == ItemIdentifier("/b"))
+        for left in ["/d/a", "/e/a"] {
+            #expect(try await store.sentContents(inode: 9_999, orAt: ItemIdentifier(left)) == [sent], "\(left)")
+        }
+        #expect(try await store.sentContents(inode: 9_999, orAt: ItemIdentifier("/b")).isEmpty)
+    }
+
     /// A round that asked the remote during a folder's move, on a remote whose identifiers are
     /// places, reports the items below it deleted under their old identifiers: once the move is
     /// confirmed, those name nothing (DECISIONS 308; the checker, seed 1796409739 on Apache).
@@ -296,8 +316,8 @@ struct LocalChangeTests {
         #expect(deletions == [remote.identifier])
     }
 
-    /// Renames the folder `identifier` to `name` here and records its move as confirmed by a
-    /// remote of places.
+    /// Renames the item `identifier` to `name` here and records its move as confirmed by a
+    /// remote of places, which names it `/name`.
     static func confirmMove(of identifier: String, to name: String, in store: MetadataStore) async throws {
         let folder = try #require(try await store.record(identifier: ItemIdentifier(identifier)))
         var moved = folder.item

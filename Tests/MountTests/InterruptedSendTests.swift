@@ -372,6 +372,34 @@ extension MountTests {
             }
         }
 
+        /// The same, the file moved away and another moved to its place: the first send, landing
+        /// late, lands on that one, which took the identifier the moved file left (DECISIONS 321).
+        @Test("a lost send landing late where its file moved from: the file moved there stays")
+        func lateSendWhereItsFileMovedFrom() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try scratch.writeRemote("f", "the first file\n")
+            let remote = try await WritableRemote.start(.apache, in: scratch)
+            defer { remote.stop() }
+            let second = try await Self.sentThenWrittenAgainAndKilled(
+                "new.txt", "the bytes sent first\n", creation: true, remote: remote, in: scratch)
+            defer { second.unmount() }
+            try await Command.bash("echo 'the file moved to its place' > \"$1\"", second.path("other.txt")).check()
+            try await second.sync()
+            try await Command.bash("cd \"$1\" && mv new.txt moved.txt && mv other.txt new.txt", second.mountpoint)
+                .check()
+            try await second.sync()
+            try "the bytes sent first\n".write(toFile: remote.folder + "/new.txt", atomically: false, encoding: .utf8)
+            try await FpfsBinary.command(["signal", second.mountpoint, "--timeout", "60"], timeout: .seconds(90)).check()
+            try await second.sync()
+            for root in [second.mountpoint, remote.folder] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
+                #expect(names == ["f", "moved.txt", "new.txt"], "\(root) holds \(names): \(second.logTail())")
+                #expect(try String(contentsOfFile: root + "/new.txt", encoding: .utf8) == "the file moved to its place\n")
+                #expect(try String(contentsOfFile: root + "/moved.txt", encoding: .utf8) == "then these, longer than those\n")
+            }
+        }
+
         /// Mounts with sends of `name` (a creation, or an edit) whose answers hang, writes
         /// `sentFirst` there, and once the remote holds it writes other bytes here, kills the daemon
         /// with SIGKILL and mounts again on the same cache.
