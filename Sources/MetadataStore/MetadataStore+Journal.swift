@@ -211,14 +211,16 @@ extension MetadataStore {
 
     /// What `pendingWork` reads of a change: the entry, its item's parent, identifier and kind.
     private static let pendingChangeColumns = """
-        SELECT pendingChange.*, item.parentIdentifier, item.identifier, item.kind
+        SELECT pendingChange.*, item.parentIdentifier, item.identifier, item.kind,
+          EXISTS (SELECT 1 FROM sentPlace WHERE sentPlace.inode = item.inode AND \(sentPlaceLeft))
         FROM pendingChange JOIN item ON item.inode = pendingChange.inode
         """
 
     /// Decodes a `pendingChangeColumns` row.
     private static func pendingChange(_ row: Row) -> (work: PendingWork, identifier: String, kind: ItemKind?) {
-        let work = PendingWork.change(PendingChange(row: row, from: 0), parent: ItemIdentifier(row[7] as String))
-        return (work, row[8], ItemKind(rawValue: row[9]))
+        var change = PendingChange(row: row, from: 0)
+        change.leftASentPlace = row[10]
+        return (PendingWork.change(change, parent: ItemIdentifier(row[7] as String)), row[8], ItemKind(rawValue: row[9]))
     }
 
     /// Whether a change moves an item the remote has (or is being told of) to a folder: not a

@@ -16,6 +16,10 @@ public struct PendingChange: Sendable, Hashable {
     /// Failed upload attempts since the last success, and what the last one said.
     public var attempts: Int
     public var lastError: String?
+    /// Whether a send of the item went to a place it has left since, its answer lost: the remote
+    /// may hold it there until the next attempt finds it and moves it (DECISIONS 322). Read with
+    /// the journal's head (`pendingWork`); false where a change is read alone.
+    public var leftASentPlace = false
 }
 
 extension PendingChange: FetchableRecord {

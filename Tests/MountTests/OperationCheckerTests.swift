@@ -78,13 +78,15 @@ extension MountTests {
         /// after the next one's and was taken for an edit, DECISIONS 319), 29011 (Apache, a file
         /// deleted while its send hung kept the bytes that send left on the remote, DECISIONS 319),
         /// 30014 (Apache, a listing gave a file whose bytes live here the remote's version of
-        /// another's write, DECISIONS 320).
+        /// another's write, DECISIONS 320), 34019 (Apache, a creation retried after a lost answer
+        /// went beside another's at its old name, and both took what lay there for the other's,
+        /// DECISIONS 322).
         static let findings: [(seed: UInt64, operations: Int, kind: WritableRemote.Kind)] = [
             (11014, 44, .apache), (12029, 70, .folder), (1_796_409_746, 41, .apache), (1_796_409_757, 66, .folder),
             (15041, 30, .apache), (16031, 89, .folder), (17048, 44, .apache), (17039, 36, .apache),
             (1_796_409_739, 87, .apache), (19019, 24, .folder), (21007, 166, .apache),
             (23020, 51, .apache), (24023, 63, .folder), (25011, 49, .apache), (28020, 67, .apache),
-            (29011, 108, .apache), (30014, 108, .apache),
+            (29011, 108, .apache), (30014, 108, .apache), (34019, 139, .apache),
         ]
 
         @Test("sequences that once found a bug keep what they check", arguments: findings.indices)

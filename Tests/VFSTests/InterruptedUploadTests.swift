@@ -217,6 +217,33 @@ struct InterruptedUploadTests {
         }
     }
 
+    /// A creation whose answer was lost, the file moved since, and another file made at its old
+    /// name: the retry and that creation went side by side; the retry took what lay at the old
+    /// name for the other's (its answer not in yet) and made the file anew, while the other
+    /// stepped aside for the retry to take it, then met it as another's: the copy stayed, the
+    /// other became a conflict copy (the checker, seed 34019 on Apache; DECISIONS 322). The retry
+    /// now goes alone: what it made moves to the file's place, and the other takes the name.
+    @Test func aLostCreationMovedSinceGoesBeforeAFileMadeAtItsName() async throws {
+        let remote = try InMemoryProvider.docs()
+        let lossy = AnswerLostThenDown(remote)
+        let vfs = try await VFSHarness.make(provider: lossy)
+        let docs = try await vfs.resolve("docs").inode
+        _ = try await vfs.list(docs)
+        _ = try await Self.send(bytes("made, its answer lost\n"), creation: true, from: vfs, to: remote)
+        try await vfs.fileSystem.rename(
+            parent: docs, name: Array("new.txt".utf8), newParent: docs, newName: Array("moved.txt".utf8), flags: 0,
+            context: vfs.context)
+        _ = try await vfs.writeFile("docs/new.txt", bytes("made at its name\n"))
+        lossy.comeBack()
+        vfs.fileSystem.retryUploadsNow()
+        try await vfs.waitForUploads()
+        let names = try await UploaderOrderingTests.remoteTree(remote).keys.sorted()
+        #expect(names == ["docs", "docs/moved.txt", "docs/new.txt", "docs/other.txt", "docs/readme.txt"])
+        let contents = { (path: String) in remote.item(atPath: path).flatMap { remote.contents(of: $0.identifier) } }
+        #expect(contents("docs/moved.txt") == bytes("made, its answer lost\n"))
+        #expect(contents("docs/new.txt") == bytes("made at its name\n"))
+    }
+
     /// The other side still holds: a remote version that is not ours is a conflict after a restart too.
     @Test func aRemoteEditMetAfterARestartIsStillAConflict() async throws {
         let remote = try InMemoryProvider.docs()
