@@ -343,12 +343,12 @@ extension MountTests {
         }
 
         /// A creation the remote took while its answer hung, the file written again, kill -9, and the
-        /// next mount's send confirmed; then another file renamed over it: the first send, landing
-        /// late, lands on that file, which took the remote's identifier of the one it replaced
-        /// (DECISIONS 319). A remote whose identifiers are places: on the folder remote the file
-        /// renamed over keeps its own.
-        @Test("a lost send landing late on a file renamed over its own: the renamed file stays")
-        func lateSendOnAFileRenamedOverIt() async throws {
+        /// next mount's send confirmed; then another file renamed over it, or the file moved away
+        /// and another moved to its place: the first send, landing late, lands on that other file,
+        /// which took the remote identifier the first left (DECISIONS 319, 321). A remote whose
+        /// identifiers are places: on the folder remote the other file keeps its own.
+        @Test("a lost send landing late on a file that took its place: that file stays", arguments: [false, true])
+        func lateSendOnAFileThatTookItsPlace(movedAway: Bool) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             try scratch.writeRemote("f", "the first file\n")
@@ -357,46 +357,21 @@ extension MountTests {
             let second = try await Self.sentThenWrittenAgainAndKilled(
                 "new.txt", "the bytes sent first\n", creation: true, remote: remote, in: scratch)
             defer { second.unmount() }
+            try await Command.bash("echo 'the file that took its place' > \"$1\"", second.path("other.txt")).check()
             try await second.sync()
-            try await Command.bash(
-                "cd \"$1\" && echo 'the file renamed over it' > other.txt && mv other.txt new.txt", second.mountpoint
-            ).check()
-            try await second.sync()
-            try "the bytes sent first\n".write(toFile: remote.folder + "/new.txt", atomically: false, encoding: .utf8)
-            try await FpfsBinary.command(["signal", second.mountpoint, "--timeout", "60"], timeout: .seconds(90)).check()
-            try await second.sync()
-            for root in [second.mountpoint, remote.folder] {
-                let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
-                #expect(names == ["f", "new.txt"], "\(root) holds \(names): \(second.logTail())")
-                #expect(try String(contentsOfFile: root + "/new.txt", encoding: .utf8) == "the file renamed over it\n")
-            }
-        }
-
-        /// The same, the file moved away and another moved to its place: the first send, landing
-        /// late, lands on that one, which took the identifier the moved file left (DECISIONS 321).
-        @Test("a lost send landing late where its file moved from: the file moved there stays")
-        func lateSendWhereItsFileMovedFrom() async throws {
-            let scratch = try Scratch()
-            defer { scratch.remove() }
-            try scratch.writeRemote("f", "the first file\n")
-            let remote = try await WritableRemote.start(.apache, in: scratch)
-            defer { remote.stop() }
-            let second = try await Self.sentThenWrittenAgainAndKilled(
-                "new.txt", "the bytes sent first\n", creation: true, remote: remote, in: scratch)
-            defer { second.unmount() }
-            try await Command.bash("echo 'the file moved to its place' > \"$1\"", second.path("other.txt")).check()
-            try await second.sync()
-            try await Command.bash("cd \"$1\" && mv new.txt moved.txt && mv other.txt new.txt", second.mountpoint)
-                .check()
+            let takeItsPlace = movedAway ? "mv new.txt moved.txt && mv other.txt new.txt" : "mv other.txt new.txt"
+            try await Command.bash("cd \"$1\" && \(takeItsPlace)", second.mountpoint).check()
             try await second.sync()
             try "the bytes sent first\n".write(toFile: remote.folder + "/new.txt", atomically: false, encoding: .utf8)
             try await FpfsBinary.command(["signal", second.mountpoint, "--timeout", "60"], timeout: .seconds(90)).check()
             try await second.sync()
             for root in [second.mountpoint, remote.folder] {
                 let names = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
-                #expect(names == ["f", "moved.txt", "new.txt"], "\(root) holds \(names): \(second.logTail())")
-                #expect(try String(contentsOfFile: root + "/new.txt", encoding: .utf8) == "the file moved to its place\n")
-                #expect(try String(contentsOfFile: root + "/moved.txt", encoding: .utf8) == "then these, longer than those\n")
+                #expect(names == (movedAway ? ["f", "moved.txt", "new.txt"] : ["f", "new.txt"]), "\(root) holds \(names): \(second.logTail())")
+                #expect(try String(contentsOfFile: root + "/new.txt", encoding: .utf8) == "the file that took its place\n")
+                if movedAway {
+                    #expect(try String(contentsOfFile: root + "/moved.txt", encoding: .utf8) == "then these, longer than those\n")
+                }
             }
         }
 
