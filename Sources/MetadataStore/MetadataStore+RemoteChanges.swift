@@ -470,10 +470,10 @@ extension MetadataStore {
     /// a send whose answer was lost, landing after a later send the remote confirmed: in the same
     /// place, it has the size of one of that file's, or of an item's that had its identifier and
     /// left it (deleted: a file renamed over it; moved away: a file moved to its place, DECISIONS
-    /// 321). Apache checks a `PUT`'s precondition as it
-    /// begins and replaces the file as it ends, and a killed daemon's `PUT` ended a second after the
-    /// next daemon's had made the file: taken for the remote's edit, it replaced the version
-    /// written here (the checker, seed 28020 on Apache; DECISIONS 319).
+    /// 321). Apache checks a `PUT`'s precondition as it begins and replaces the file as it ends,
+    /// and a killed daemon's `PUT` ended a second after the next daemon's had made the file: taken
+    /// for the remote's edit, it replaced the version written here (the checker, seed 28020 on
+    /// Apache; DECISIONS 319).
     private static func isLateSend(_ remote: Item, of existing: ItemRecord, in db: Database) throws -> Bool {
         guard existing.item.kind == .file, remote.kind == .file,
             existing.item.version.content != remote.version.content,

@@ -359,10 +359,8 @@ final class Uploader: Sendable {
     /// Renames, moves and deletions free or take names: they keep their place in the order. A
     /// creation's name is its own, unless it was renamed while being sent: then the remote has it
     /// under the old name until the rename follows. So it may after an attempt whose answer was
-    /// lost, the item moved since: sent beside the creation of another item at that old name, the
-    /// retry took what was there for the other's (its answer not in yet) and made the item anew,
-    /// while the other stepped aside for the item to take its copy; that copy stayed, and the
-    /// other item became a conflict copy (the checker, seed 34019 on Apache; DECISIONS 322).
+    /// lost, the item moved since: the retry looks there for what it made, and a send beside it
+    /// to that name would make both take what is there for the other's (DECISIONS 322).
     private static func isBarrier(_ entry: PendingWork) -> Bool {
         switch entry {
         case .deletion: true
